@@ -1,0 +1,117 @@
+// The interface between the engine and whatever counts: the sim backend now,
+// perf_event and x86 MSRs later. A Backend knows one PMU description and
+// attaches to targets; a TargetPmu is that PMU as one thread or CPU sees it.
+// The engine never learns which backend it drives.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pmu/pmu_description.h"
+#include "pmu/result.h"
+
+namespace pfmfs::pmu {
+
+inline constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+
+enum class TargetKind { Thread, Cpu };
+
+struct Target {
+  TargetKind kind = TargetKind::Thread;
+  int id = 0;  // a thread id (tid) or a cpu number
+};
+
+// One overflow interrupt: the counters whose hardware bits wrapped past
+// 2^width, and where the target was when it happened.
+struct HwOverflow {
+  RegMask pmds = 0;        // counters that wrapped (PMD numbers)
+  std::uint64_t ip = 0;    // instruction pointer at the interrupt
+  int cpu = 0;             // cpu that took the interrupt
+  pid_t pid = 0;           // process (thread group) of the interrupted thread
+  pid_t tid = 0;           // the interrupted thread
+};
+
+// How a backend tells the engine about things that happen on its own threads
+// (interrupts, a target going away). Calls come with no backend lock held;
+// the engine then pulls the details (TargetPmu::takeOverflow).
+class TargetListener {
+ public:
+  virtual ~TargetListener() = default;
+  virtual void overflowPending() = 0;
+  virtual void targetGone() = 0;
+};
+
+// The PMU of one attached target. All calls come from the engine with the
+// owning session's lock held, so implementations need no locking of their own
+// for these calls.
+class TargetPmu {
+ public:
+  virtual ~TargetPmu() = default;
+
+  // Register access, in hardware terms. PMD values are the implemented bits
+  // only (the engine keeps the upper bits).
+  virtual void writePmc(unsigned index, std::uint64_t value) = 0;
+  virtual void writePmd(unsigned index, std::uint64_t hw_bits) = 0;
+  virtual std::uint64_t readPmd(unsigned index) = 0;
+
+  // Global enable: counters whose PMC enables them count only between enable()
+  // and disable().
+  virtual void enable() = 0;
+  virtual void disable() = 0;
+
+  // The target's time in ns: its CPU time for a thread, wall time for a CPU;
+  // virtual time under a manual clock. Only differences matter.
+  virtual std::uint64_t timeNs() = 0;
+
+  // Backends that replay time (the sim) move their hardware to target time
+  // `t` and report overflows at their exact instants: advanceTo stops at t and
+  // nextOverflowNs says when the next interrupt is due. Hardware backends
+  // count on their own: advanceTo returns timeNs() and nextOverflowNs kNever.
+  virtual std::uint64_t advanceTo(std::uint64_t t) = 0;
+  virtual std::uint64_t nextOverflowNs() = 0;
+
+  // The oldest overflow raised and not yet taken; the hardware has
+  // acknowledged it. Called after advanceTo and after overflowPending().
+  virtual std::optional<HwOverflow> takeOverflow() = 0;
+
+  // notify_block: hold the monitored thread until released.
+  virtual void hold(bool held) = 0;
+
+  // True once the target (thread, cpu) no longer exists.
+  virtual bool gone() = 0;
+};
+
+enum class ClockKind {
+  Real,    // target time moves by itself; the engine's timer thread ticks
+  Manual,  // target time moves only by Engine::advanceManualClock()
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;  // "sim", "perf", "x86"
+  virtual const PmuDescription& description() const = 0;
+  virtual ClockKind clock() const = 0;
+
+  // Whether counters interrupt on wrap. Without interrupts the engine samples
+  // every counter at least every samplingPeriodNs() of target time so that no
+  // wrap goes unseen.
+  virtual bool interruptsOnOverflow() const = 0;
+  virtual std::uint64_t samplingPeriodNs() const = 0;
+
+  // Whether a thread can carry only one loaded session (as on a perfmon2
+  // kernel, where a thread has one PMU state).
+  virtual bool exclusiveThreads() const = 0;
+
+  // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu.
+  // The listener outlives the TargetPmu.
+  virtual Result<std::unique_ptr<TargetPmu>> attach(const Target& target, TargetListener* listener) = 0;
+};
+
+}  // namespace pfmfs::pmu

@@ -1,0 +1,48 @@
+// Programs an Intel architectural-perfmon PMU through MSR reads and writes.
+// The sim backend runs it over its emulated PMU and the x86 backend over real
+// MSRs, so the code that touches MSRs is the code the tests exercise.
+#pragma once
+
+#include <cstdint>
+
+#include "pmu/pmu_description.h"
+
+namespace pfmfs::pmu::intel {
+
+// Access to one PMU's model-specific registers.
+class MsrAccess {
+ public:
+  virtual ~MsrAccess() = default;
+  virtual void writeMsr(std::uint32_t addr, std::uint64_t value) = 0;
+  virtual std::uint64_t readMsr(std::uint32_t addr) = 0;
+};
+
+class IntelArchDriver {
+ public:
+  // `desc` must come from intel::makeDescription and outlive the driver.
+  IntelArchDriver(const PmuDescription& desc, MsrAccess& msrs);
+
+  void writePmc(unsigned index, std::uint64_t value);
+  void writePmd(unsigned index, std::uint64_t hw_bits);
+  std::uint64_t readPmd(unsigned index);
+
+  // PERF_GLOBAL_CTRL: every implemented counter on, or all off. Individual
+  // counters are then on when their PERFEVTSEL.EN or fixed field says so.
+  void enable();
+  void disable();
+
+  // Reads PERF_GLOBAL_STATUS, acknowledges it through PERF_GLOBAL_OVF_CTRL and
+  // returns the overflowed counters as PMD numbers (0 if none).
+  RegMask takeOverflowStatus();
+
+  // Global-register bit of PMD `index` (bit n for general counter n, 32 + n
+  // for fixed counter n).
+  static std::uint64_t globalBit(unsigned pmd_index);
+
+ private:
+  const PmuDescription& desc_;
+  MsrAccess& msrs_;
+  std::uint64_t all_counters_ = 0;  // PERF_GLOBAL_CTRL value with every counter on
+};
+
+}  // namespace pfmfs::pmu::intel

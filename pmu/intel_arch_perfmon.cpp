@@ -1,0 +1,106 @@
+// The register tables of Intel architectural perfmon v2 in perfmon2's mapping.
+#include "pmu/intel_arch_perfmon.h"
+
+#include <fmt/format.h>
+
+namespace pfmfs::pmu::intel {
+
+namespace {
+
+struct ArchEvent {
+  const char* name;
+  std::uint64_t code;
+  int fixed;  // fixed counter that counts it, or -1
+  const char* desc;
+};
+
+// Intel SDM vol. 3B, table "UMask and Event Select Encodings for Pre-Defined
+// Architectural Performance Events".
+constexpr ArchEvent kArchEvents[] = {
+    {"UNHALTED_CORE_CYCLES", event::kUnhaltedCoreCycles, 1, "Core cycles while the thread is not halted"},
+    {"INSTRUCTION_RETIRED", event::kInstructionRetired, 0, "Instructions retired"},
+    {"UNHALTED_REFERENCE_CYCLES", event::kUnhaltedReferenceCycles, 2,
+     "Reference cycles at the TSC rate while the thread is not halted"},
+    {"LLC_REFERENCES", event::kLlcReferences, -1, "Last-level cache references"},
+    {"LLC_MISSES", event::kLlcMisses, -1, "Last-level cache misses"},
+    {"BRANCH_INSTRUCTIONS_RETIRED", event::kBranchInstructionsRetired, -1, "Branch instructions retired"},
+    {"BRANCH_MISSES_RETIRED", event::kBranchMissesRetired, -1, "Mispredicted branch instructions retired"},
+};
+
+constexpr std::uint64_t kFixedCodes[kFixedCounters] = {
+    event::kInstructionRetired,       // FIXED_CTR0
+    event::kUnhaltedCoreCycles,       // FIXED_CTR1
+    event::kUnhaltedReferenceCycles,  // FIXED_CTR2
+};
+
+RegMask generalMask(unsigned general_counters) {
+  return (RegMask{1} << general_counters) - 1;
+}
+
+}  // namespace
+
+std::uint64_t fixedCounterCode(unsigned n) { return n < kFixedCounters ? kFixedCodes[n] : 0; }
+
+std::vector<EventDesc> architecturalEvents(unsigned general_counters) {
+  std::vector<EventDesc> out;
+  for (const auto& a : kArchEvents) {
+    RegMask counters = generalMask(general_counters);
+    if (a.fixed >= 0) counters |= regBit(kFixedPmd0 + static_cast<unsigned>(a.fixed));
+    out.push_back(EventDesc{a.name, a.code, counters, a.desc});
+  }
+  return out;
+}
+
+Status checkShape(const Shape& shape) {
+  if (shape.general_counters < 1 || shape.general_counters > kMaxGeneralCounters)
+    return err(EINVAL, "{} general counters: must be 1..{}", shape.general_counters, kMaxGeneralCounters);
+  if (shape.width < 16 || shape.width > 64)
+    return err(EINVAL, "counter width {}: must be 16..64", shape.width);
+  return {};
+}
+
+PmuDescription makeDescription(const Shape& shape, std::vector<EventDesc> events) {
+  PmuDescription d;
+  d.model = "intel-arch-v2";
+  d.features = {"fixed_counters", "global_ctrl", "ovfl_intr"};
+  for (unsigned n = 0; n < shape.general_counters; ++n) {
+    d.pmcs.push_back(PmcDesc{n, fmt::format("PERFEVTSEL{}", n), kPerfEvtSel0 + n, 0, evtsel::kReserved});
+  }
+  // Fixed-counter control: 4 bits per implemented counter, the rest reserved.
+  std::uint64_t fixed_used = (std::uint64_t{1} << (fixedctl::kFieldBits * kFixedCounters)) - 1;
+  d.pmcs.push_back(PmcDesc{kFixedCtrlPmc, "FIXED_CTR_CTRL", kFixedCtrCtrl, 0, ~fixed_used});
+
+  for (unsigned n = 0; n < shape.general_counters; ++n) {
+    PmdDesc p;
+    p.index = n;
+    p.name = fmt::format("PMC{}", n);
+    p.addr = kPmc0 + n;
+    p.width = shape.width;
+    p.ctl_pmc = n;
+    p.field_mask = ~evtsel::kReserved;
+    p.usr_bits = evtsel::kUsr;
+    p.os_bits = evtsel::kOs;
+    p.enable_bits = evtsel::kEn;
+    p.int_bits = evtsel::kInt;
+    d.pmds.push_back(p);
+  }
+  for (unsigned n = 0; n < kFixedCounters; ++n) {
+    PmdDesc p;
+    p.index = kFixedPmd0 + n;
+    p.name = fmt::format("FIXED_CTR{}", n);
+    p.addr = kFixedCtr0 + n;
+    p.width = shape.width;
+    p.ctl_pmc = kFixedCtrlPmc;
+    p.field_mask = fixedctl::field(n, 0xf);
+    p.usr_bits = fixedctl::field(n, fixedctl::kUsr);
+    p.os_bits = fixedctl::field(n, fixedctl::kOs);
+    p.enable_bits = 0;  // a privilege bit is the enable
+    p.int_bits = fixedctl::field(n, fixedctl::kPmi);
+    p.fixed_code = kFixedCodes[n];
+    d.pmds.push_back(p);
+  }
+  d.events = std::move(events);
+  return d;
+}
+
+}  // namespace pfmfs::pmu::intel

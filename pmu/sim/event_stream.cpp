@@ -1,0 +1,522 @@
+// Exact event streams for the sim backend: rational rates, their integrals in
+// integer arithmetic, their text form, and the --sim-events file format.
+#include "pmu/sim/event_stream.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "pmu/backend.h"
+#include "pmu/intel_arch_perfmon.h"
+
+namespace pfmfs::pmu::sim {
+
+namespace {
+
+using u128 = unsigned __int128;
+
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+constexpr unsigned kMaxFractionDigits = 9;
+constexpr std::uint64_t kDecimalScale = 1'000'000'000;  // 10^kMaxFractionDigits
+constexpr std::uint64_t kMaxCode = 0xffff;              // event select | umask
+
+// Integrals are kept in units of 1/den and clamped at cap = 2^64 * den: any
+// value that large already means a count past UINT64_MAX, and clamping keeps
+// every product and sum inside 128 bits however large the inputs.
+u128 capOf(std::uint64_t den) { return static_cast<u128>(den) << 64; }
+
+u128 satAdd(u128 a, u128 b, u128 cap) { return a >= cap - b ? cap : a + b; }
+
+u128 satMul(u128 a, std::uint64_t b, u128 cap) {
+  if (a == 0 || b == 0) return 0;
+  if (a > cap / b) return cap;
+  return a * b;
+}
+
+std::uint64_t countOf(u128 value, std::uint64_t den) {
+  return value >= capOf(den) ? kU64Max : static_cast<std::uint64_t>(value / den);
+}
+
+RegMask generalMask(unsigned general_counters) {
+  return general_counters >= 64 ? ~RegMask{0} : (RegMask{1} << general_counters) - 1;
+}
+
+struct Fraction {
+  std::uint64_t num = 0;
+  std::uint64_t den = 1;
+};
+
+bool allDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+// Decimal digits only; nullopt for anything else and for values past 2^64 - 1
+// (callers tell the two apart with allDigits for their error reasons).
+std::optional<std::uint64_t> parseDigits(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    unsigned digit = static_cast<unsigned>(c - '0');
+    if (v > (kU64Max - digit) / 10) return std::nullopt;
+    v = v * 10 + digit;
+  }
+  return v;
+}
+
+// A number in hex (0x...) or decimal, as codes and counter masks are written.
+std::optional<std::uint64_t> parseInteger(std::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    std::uint64_t v = 0;
+    for (char c : s.substr(2)) {
+      unsigned digit;
+      if (c >= '0' && c <= '9') digit = static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f') digit = static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') digit = static_cast<unsigned>(c - 'A' + 10);
+      else return std::nullopt;
+      if (v >> 60) return std::nullopt;
+      v = v << 4 | digit;
+    }
+    return v;
+  }
+  return parseDigits(s);
+}
+
+Fraction reduced(std::uint64_t num, std::uint64_t den) {
+  std::uint64_t g = std::gcd(num, den);
+  return {num / g, den / g};
+}
+
+// One rate value: a decimal with at most 9 fractional digits, or NUM/DEN so
+// that every EventRate, whatever its denominator, has a text form.
+Result<Fraction> parseRateValue(std::string_view s) {
+  if (auto slash = s.find('/'); slash != std::string_view::npos) {
+    std::string_view num_text = s.substr(0, slash);
+    std::string_view den_text = s.substr(slash + 1);
+    if (!allDigits(num_text) || !allDigits(den_text))
+      return err(EINVAL, "rate '{}': expected NUM/DEN in plain integers", s);
+    auto num = parseDigits(num_text);
+    auto den = parseDigits(den_text);
+    if (!num || !den) return err(EINVAL, "rate '{}': too large", s);
+    if (*den == 0) return err(EINVAL, "rate '{}': denominator 0", s);
+    return reduced(*num, *den);
+  }
+  std::string_view int_part = s;
+  std::string_view frac_part;
+  bool has_point = false;
+  if (auto point = s.find('.'); point != std::string_view::npos) {
+    int_part = s.substr(0, point);
+    frac_part = s.substr(point + 1);
+    has_point = true;
+  }
+  if (!allDigits(int_part) || (has_point && !allDigits(frac_part)))
+    return err(EINVAL, "rate '{}': expected a decimal such as 2.5 or a phase list DUR:RATE,...", s);
+  if (frac_part.size() > kMaxFractionDigits)
+    return err(EINVAL, "rate '{}': more than {} fractional digits", s, kMaxFractionDigits);
+  auto whole = parseDigits(int_part);
+  auto frac = parseDigits(frac_part);
+  if (!whole) return err(EINVAL, "rate '{}': too large", s);
+  std::uint64_t den = 1;
+  for (std::size_t i = 0; i < frac_part.size(); ++i) den *= 10;
+  u128 num = static_cast<u128>(*whole) * den + (has_point ? *frac : 0);
+  if (num > kU64Max) return err(EINVAL, "rate '{}': too large", s);
+  return reduced(static_cast<std::uint64_t>(num), den);
+}
+
+// num/den as parse() reads it back: a decimal where den divides 10^9.
+std::string rateText(std::uint64_t num, std::uint64_t den) {
+  if (kDecimalScale % den != 0) return fmt::format("{}/{}", num, den);
+  std::string out = fmt::format("{}", num / den);
+  std::uint64_t frac = (num % den) * (kDecimalScale / den);
+  if (frac != 0) {
+    std::string digits = fmt::format("{:09}", frac);
+    digits.erase(digits.find_last_not_of('0') + 1);
+    out += '.';
+    out += digits;
+  }
+  return out;
+}
+
+}  // namespace
+
+EventRate EventRate::constant(std::uint64_t num, std::uint64_t den) {
+  assert(den != 0);
+  EventRate r;
+  if (den == 0 || num == 0) return r;
+  Fraction f = reduced(num, den);
+  r.phases_.push_back(RatePhase{0, f.num});
+  r.den_ = f.den;
+  return r;
+}
+
+// Normalises so that equal rate functions mostly get equal representations:
+// empty phases go, neighbours with one rate merge, one phase left is a
+// constant, and the fraction is reduced.
+EventRate EventRate::phased(std::vector<RatePhase> phases, std::uint64_t den) {
+  assert(den != 0);
+  if (den == 0) return EventRate();
+  std::vector<RatePhase> kept;
+  std::uint64_t period = 0;
+  for (const auto& p : phases) {
+    if (p.duration_ns == 0) continue;
+    // A period past UINT64_MAX never completes inside the time range, so
+    // cutting it there changes no count and keeps the period a u64.
+    std::uint64_t dur = std::min(p.duration_ns, kU64Max - period);
+    if (dur == 0) break;
+    period += dur;
+    if (!kept.empty() && kept.back().num == p.num) kept.back().duration_ns += dur;
+    else kept.push_back(RatePhase{dur, p.num});
+  }
+  if (kept.empty()) return EventRate();
+  if (kept.size() == 1) return constant(kept[0].num, den);
+  std::uint64_t g = den;
+  for (const auto& p : kept) g = std::gcd(g, p.num);
+  EventRate r;
+  for (auto& p : kept) p.num /= g;
+  r.phases_ = std::move(kept);
+  r.den_ = den / g;
+  return r;
+}
+
+Result<EventRate> EventRate::parse(std::string_view text) {
+  if (text.find(':') == std::string_view::npos) {
+    auto f = parseRateValue(text);
+    if (!f) return f.error();
+    return constant(f->num, f->den);
+  }
+  std::vector<std::pair<std::uint64_t, Fraction>> items;
+  std::uint64_t period = 0;
+  std::uint64_t den = 1;
+  std::size_t pos = 0;
+  while (true) {
+    std::size_t comma = text.find(',', pos);
+    std::string_view item = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
+    std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos)
+      return err(EINVAL, "rate '{}': phase '{}' is not DUR:RATE", text, item);
+    std::string_view dur_text = item.substr(0, colon);
+    if (!allDigits(dur_text))
+      return err(EINVAL, "rate '{}': phase '{}': duration is not a number of ns", text, item);
+    auto dur = parseDigits(dur_text);
+    if (!dur) return err(EINVAL, "rate '{}': period longer than 2^64 ns", text);
+    if (*dur == 0) return err(EINVAL, "rate '{}': phase '{}' lasts 0 ns", text, item);
+    if (*dur > kU64Max - period) return err(EINVAL, "rate '{}': period longer than 2^64 ns", text);
+    period += *dur;
+    std::string_view value = item.substr(colon + 1);
+    if (value.find(':') != std::string_view::npos)
+      return err(EINVAL, "rate '{}': phase '{}' is not DUR:RATE", text, item);
+    auto f = parseRateValue(value);
+    if (!f) return err(EINVAL, "rate '{}': phase '{}': {}", text, item, f.error().reason);
+    // The common denominator is the lcm of reduced fractions: the smallest
+    // possible, so "too large" below means no representation fits.
+    u128 lcm = static_cast<u128>(den / std::gcd(den, f->den)) * f->den;
+    if (lcm > kU64Max) return err(EINVAL, "rate '{}': no common denominator fits 64 bits", text);
+    den = static_cast<std::uint64_t>(lcm);
+    items.emplace_back(*dur, *f);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  std::vector<RatePhase> phases;
+  for (const auto& [dur, f] : items) {
+    u128 num = static_cast<u128>(f.num) * (den / f.den);
+    if (num > kU64Max) return err(EINVAL, "rate '{}': rate too large for a common denominator", text);
+    phases.push_back(RatePhase{dur, static_cast<std::uint64_t>(num)});
+  }
+  return phased(std::move(phases), den);
+}
+
+std::uint64_t EventRate::count(std::uint64_t t) const {
+  if (phases_.empty()) return 0;
+  const u128 cap = capOf(den_);
+  if (phases_.size() == 1 && phases_[0].duration_ns == 0)
+    return countOf(satMul(phases_[0].num, t, cap), den_);
+
+  std::uint64_t period = 0;
+  u128 per_period = 0;
+  for (const auto& p : phases_) {
+    period += p.duration_ns;
+    per_period = satAdd(per_period, satMul(p.num, p.duration_ns, cap), cap);
+  }
+  std::uint64_t rest = t % period;
+  u128 value = satMul(per_period, t / period, cap);
+  for (const auto& p : phases_) {
+    if (rest == 0) break;
+    std::uint64_t d = std::min(rest, p.duration_ns);
+    value = satAdd(value, satMul(p.num, d, cap), cap);
+    rest -= d;
+  }
+  return countOf(value, den_);
+}
+
+std::uint64_t EventRate::timeOfCount(std::uint64_t n) const {
+  if (n == 0) return 0;
+  if (isZero()) return kNever;
+  const u128 cap = capOf(den_);
+  const u128 target = static_cast<u128>(n) * den_;  // < cap, so exact below
+  if (phases_.size() == 1 && phases_[0].duration_ns == 0) {
+    std::uint64_t num = phases_[0].num;
+    u128 t = (target + num - 1) / num;
+    return t > kU64Max ? kNever : static_cast<std::uint64_t>(t);
+  }
+
+  std::uint64_t period = 0;
+  u128 per_period = 0;
+  for (const auto& p : phases_) {
+    period += p.duration_ns;
+    per_period = satAdd(per_period, satMul(p.num, p.duration_ns, cap), cap);
+  }
+  // Whole periods strictly below the target; a clamped per_period exceeds
+  // the target, so then the answer lies in the first period, as computed.
+  u128 periods = (target - 1) / per_period;
+  if (periods > kU64Max) return kNever;
+  u128 base = periods * period;
+  if (base > kU64Max) return kNever;
+  u128 needed = target - periods * per_period;  // in (0, per_period]
+  u128 acc = 0;
+  std::uint64_t start = 0;
+  for (const auto& p : phases_) {
+    u128 part = satMul(p.num, p.duration_ns, cap);
+    if (part >= needed - acc) {
+      u128 t = base + start + (needed - acc + p.num - 1) / p.num;
+      return t > kU64Max ? kNever : static_cast<std::uint64_t>(t);
+    }
+    acc += part;
+    start += p.duration_ns;
+  }
+  assert(false && "per_period covers the target");
+  return kNever;
+}
+
+bool EventRate::isZero() const {
+  for (const auto& p : phases_)
+    if (p.num != 0) return false;
+  return true;
+}
+
+std::uint64_t EventRate::maxRateCeil() const {
+  std::uint64_t most = 0;
+  for (const auto& p : phases_)
+    most = std::max(most, p.num / den_ + (p.num % den_ != 0 ? 1 : 0));
+  return most;
+}
+
+std::string EventRate::toString() const {
+  if (phases_.empty()) return "0";
+  if (phases_.size() == 1 && phases_[0].duration_ns == 0) return rateText(phases_[0].num, den_);
+  std::string out;
+  for (const auto& p : phases_) {
+    if (!out.empty()) out += ',';
+    out += fmt::format("{}:{}", p.duration_ns, rateText(p.num, den_));
+  }
+  return out;
+}
+
+std::vector<SimEvent> defaultEvents(unsigned general_counters) {
+  struct Rate {
+    std::uint64_t code;
+    std::uint64_t num;  // events per ns, times den
+    std::uint64_t den;
+  };
+  // SPEC §4; the names, codes and counters come from the architectural table.
+  constexpr Rate kRates[] = {
+      {intel::event::kUnhaltedCoreCycles, 3, 1},
+      {intel::event::kInstructionRetired, 2, 1},
+      {intel::event::kUnhaltedReferenceCycles, 5, 2},
+      {intel::event::kLlcReferences, 1, 20},
+      {intel::event::kLlcMisses, 1, 100},
+      {intel::event::kBranchInstructionsRetired, 2, 5},
+      {intel::event::kBranchMissesRetired, 1, 250},
+  };
+  std::vector<SimEvent> out;
+  for (auto& desc : intel::architecturalEvents(general_counters)) {
+    EventRate rate;
+    for (const auto& r : kRates)
+      if (r.code == desc.code) rate = EventRate::constant(r.num, r.den);
+    assert(!rate.isZero() && "every architectural event has a SPEC rate");
+    out.push_back(SimEvent{std::move(desc), rate, Ring::User});
+  }
+
+  constexpr std::uint64_t kHalfPeriodNs = 1'000'000;  // 1 ms on, 1 ms off
+  RegMask general = generalMask(general_counters);
+  out.push_back(SimEvent{
+      EventDesc{"SIM_PHASE_A", 0x01f0, general, "Simulated event at 4/ns in the first half of every 2 ms"},
+      EventRate::phased({{kHalfPeriodNs, 4}, {kHalfPeriodNs, 0}}, 1), Ring::User});
+  out.push_back(SimEvent{
+      EventDesc{"SIM_PHASE_B", 0x02f0, general, "Simulated event at 4/ns in the second half of every 2 ms"},
+      EventRate::phased({{kHalfPeriodNs, 0}, {kHalfPeriodNs, 4}}, 1), Ring::User});
+  return out;
+}
+
+namespace {
+
+bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+bool isEventName(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+struct Field {
+  std::string key;
+  std::string value;
+};
+
+// Splits one line into key=value fields; a value may be "quoted" (with \" and
+// \\ inside) so that desc can hold spaces. '#' where a field would start
+// comments out the rest of the line.
+Result<std::vector<Field>> splitFields(std::string_view line) {
+  std::vector<Field> fields;
+  std::size_t i = 0;
+  while (true) {
+    while (i < line.size() && isBlank(line[i])) ++i;
+    if (i == line.size() || line[i] == '#') break;
+    std::size_t key_start = i;
+    while (i < line.size() && line[i] != '=' && !isBlank(line[i])) ++i;
+    std::string_view key = line.substr(key_start, i - key_start);
+    if (i == line.size() || line[i] != '=') return err(EINVAL, "'{}' is not key=value", key);
+    if (key.empty()) return err(EINVAL, "'=' with no key before it");
+    ++i;
+    Field f{std::string(key), {}};
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        char c = line[i++];
+        if (c == '"') {
+          closed = true;
+          break;
+        }
+        if (c == '\\' && i < line.size() && (line[i] == '"' || line[i] == '\\')) c = line[i++];
+        f.value += c;
+      }
+      if (!closed) return err(EINVAL, "{}: unterminated quoted value", key);
+      if (i < line.size() && !isBlank(line[i])) return err(EINVAL, "{}: text right after the closing quote", key);
+    } else {
+      std::size_t value_start = i;
+      while (i < line.size() && !isBlank(line[i])) ++i;
+      f.value = std::string(line.substr(value_start, i - value_start));
+    }
+    fields.push_back(std::move(f));
+  }
+  return fields;
+}
+
+// One event line, checked on its own; uniqueness is the caller's business.
+Result<SimEvent> parseEventLine(const std::vector<Field>& fields, unsigned general_counters) {
+  const Field* name = nullptr;
+  const Field* code = nullptr;
+  const Field* rate = nullptr;
+  const Field* ring = nullptr;
+  const Field* counters = nullptr;
+  const Field* desc = nullptr;
+  for (const auto& f : fields) {
+    const Field** slot = f.key == "name"       ? &name
+                         : f.key == "code"     ? &code
+                         : f.key == "rate"     ? &rate
+                         : f.key == "ring"     ? &ring
+                         : f.key == "counters" ? &counters
+                         : f.key == "desc"     ? &desc
+                                               : nullptr;
+    if (!slot) return err(EINVAL, "unknown key '{}'", f.key);
+    if (*slot) return err(EINVAL, "key '{}' given twice", f.key);
+    *slot = &f;
+  }
+  if (!name) return err(EINVAL, "missing name=");
+  if (!code) return err(EINVAL, "missing code=");
+  if (!rate) return err(EINVAL, "missing rate=");
+
+  SimEvent ev;
+  if (!isEventName(name->value))
+    return err(EINVAL, "name '{}': only A-Z, 0-9 and _ are allowed", name->value);
+  ev.desc.name = name->value;
+
+  auto c = parseInteger(code->value);
+  if (!c) return err(EINVAL, "code '{}' is not a number", code->value);
+  // Code 0 would read as "no event" wherever a fixed counter's code is kept.
+  if (*c == 0 || *c > kMaxCode) return err(EINVAL, "code '{}': must be 1..0x{:x}", code->value, kMaxCode);
+  ev.desc.code = *c;
+
+  auto r = EventRate::parse(rate->value);
+  if (!r) return r.error();
+  ev.rate = *r;
+
+  if (ring) {
+    if (ring->value == "user") ev.ring = Ring::User;
+    else if (ring->value == "kernel") ev.ring = Ring::Kernel;
+    else return err(EINVAL, "ring '{}': must be user or kernel", ring->value);
+  }
+
+  const RegMask general = generalMask(general_counters);
+  RegMask fixed_all = 0;
+  RegMask fixed_matching = 0;
+  for (unsigned n = 0; n < intel::kFixedCounters; ++n) {
+    fixed_all |= regBit(intel::kFixedPmd0 + n);
+    if (intel::fixedCounterCode(n) == ev.desc.code) fixed_matching |= regBit(intel::kFixedPmd0 + n);
+  }
+  if (counters) {
+    auto m = parseInteger(counters->value);
+    if (!m) return err(EINVAL, "counters '{}' is not a number", counters->value);
+    if (*m == 0) return err(EINVAL, "counters '{}' names no counter", counters->value);
+    if (*m & ~(general | fixed_all))
+      return err(EINVAL, "counters '{}': 0x{:x} are not counters (general 0x{:x}, fixed 0x{:x})",
+                 counters->value, *m & ~(general | fixed_all), general, fixed_all);
+    if (*m & fixed_all & ~fixed_matching)
+      return err(EINVAL, "counters '{}': fixed counters 0x{:x} count another event than code 0x{:x}",
+                 counters->value, *m & fixed_all & ~fixed_matching, ev.desc.code);
+    ev.desc.counters = *m;
+  } else {
+    ev.desc.counters = general | fixed_matching;
+  }
+  if (desc) ev.desc.desc = desc->value;
+  return ev;
+}
+
+}  // namespace
+
+Result<std::vector<SimEvent>> parseEvents(std::string_view text, unsigned general_counters) {
+  std::vector<SimEvent> events;
+  std::vector<unsigned> line_of;  // where each event was defined, for duplicates
+  unsigned line_no = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t eol = text.find('\n', pos);
+    std::string_view line = text.substr(pos, eol == std::string_view::npos ? text.npos : eol - pos);
+    pos = eol == std::string_view::npos ? text.size() : eol + 1;
+    ++line_no;
+
+    auto fields = splitFields(line);
+    if (!fields) return err(EINVAL, "line {}: {}", line_no, fields.error().reason);
+    if (fields->empty()) continue;
+    auto ev = parseEventLine(*fields, general_counters);
+    if (!ev) return err(EINVAL, "line {}: {}", line_no, ev.error().reason);
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      if (events[i].desc.name == ev->desc.name)
+        return err(EINVAL, "line {}: name {} already defined on line {}", line_no, ev->desc.name, line_of[i]);
+      if (events[i].desc.code == ev->desc.code)
+        return err(EINVAL, "line {}: code 0x{:x} already defined on line {}", line_no, ev->desc.code,
+                   line_of[i]);
+    }
+    events.push_back(std::move(*ev));
+    line_of.push_back(line_no);
+  }
+  if (events.empty()) return err(EINVAL, "no events defined (every line is blank or a comment)");
+  return events;
+}
+
+const SimEvent* findByCode(const std::vector<SimEvent>& events, std::uint64_t code) {
+  for (const auto& e : events)
+    if (e.desc.code == code) return &e;
+  return nullptr;
+}
+
+}  // namespace pfmfs::pmu::sim

@@ -1,0 +1,142 @@
+// Session registry, target ownership, clocks.
+#include "session/engine.h"
+
+#include "session/timer_thread.h"
+
+namespace pfmfs::session {
+
+Engine::Engine(pmu::Backend& backend, EngineOptions options) : backend_(backend), options_(options) {
+  if (options_.tick_ns == 0) options_.tick_ns = 1;
+  if (backend_.clock() == pmu::ClockKind::Real) timer_ = std::make_unique<TimerThread>(options_.tick_ns);
+}
+
+Engine::~Engine() {
+  timer_.reset();  // no tick may race with the unloads below
+  std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions;
+  {
+    std::lock_guard l(sessions_mutex_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [name, s] : sessions) (void)s->unload();
+}
+
+bool Engine::validName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
+  for (char c : name) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<std::shared_ptr<Session>> Engine::createSession(const Caller& caller, std::string_view name) {
+  if (!validName(name)) return err(EINVAL, "session names are 1-64 of [A-Za-z0-9_.-], not . or ..");
+  std::lock_guard l(sessions_mutex_);
+  if (sessions_.count(name)) return err(EEXIST, "session {} exists", name);
+  unsigned& n = per_uid_[caller.uid];
+  if (n >= options_.max_sessions_per_user)
+    return err(ENOSPC, "uid {} has {} sessions, the most allowed", caller.uid, n);
+  auto s = std::make_shared<Session>(*this, std::string(name), caller.uid, caller.gid);
+  sessions_.emplace(std::string(name), s);
+  ++n;
+  return s;
+}
+
+Status Engine::destroySession(std::string_view name) {
+  std::shared_ptr<Session> s;
+  {
+    std::lock_guard l(sessions_mutex_);
+    auto it = sessions_.find(name);
+    if (it == sessions_.end()) return err(ENOENT, "no session {}", name);
+    s = it->second;
+    sessions_.erase(it);
+    if (--per_uid_[s->uid()] == 0) per_uid_.erase(s->uid());
+  }
+  return s->unload();
+}
+
+std::shared_ptr<Session> Engine::find(std::string_view name) const {
+  std::lock_guard l(sessions_mutex_);
+  auto it = sessions_.find(name);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> Engine::sessionNames() const {
+  std::lock_guard l(sessions_mutex_);
+  std::vector<std::string> out;
+  for (const auto& [name, s] : sessions_) out.push_back(name);
+  return out;
+}
+
+Status Engine::advanceManualClock(std::uint64_t ns) {
+  if (backend_.clock() != pmu::ClockKind::Manual) return err(EINVAL, "the clock is not manual");
+  std::vector<std::shared_ptr<Session>> all;
+  {
+    std::lock_guard l(sessions_mutex_);
+    for (const auto& [name, s] : sessions_) all.push_back(s);
+  }
+  for (const auto& s : all) s->advanceBy(ns);
+  return {};
+}
+
+void Engine::threadExited(pid_t tid) {
+  std::vector<std::shared_ptr<Session>> hit;
+  {
+    std::lock_guard l(targets_mutex_);
+    auto [lo, hi] = threads_.equal_range(tid);
+    for (auto it = lo; it != hi; ++it)
+      if (auto s = it->second.lock()) hit.push_back(s);
+  }
+  for (const auto& s : hit) s->targetGone();
+}
+
+Status Engine::claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s) {
+  std::lock_guard l(targets_mutex_);
+  if (mode == Mode::System) {
+    auto it = cpus_.find(id);
+    if (it != cpus_.end())
+      if (auto other = it->second.lock())
+        return err(EBUSY, "cpu {} is taken by session {}", id, other->name());
+    cpus_[id] = s;
+    return {};
+  }
+  if (backend_.exclusiveThreads()) {
+    auto [lo, hi] = threads_.equal_range(id);
+    for (auto it = lo; it != hi; ++it)
+      if (auto other = it->second.lock()) return err(EBUSY, "thread {} is taken by session {}", id, other->name());
+  }
+  threads_.emplace(id, s);
+  return {};
+}
+
+void Engine::releaseTarget(Mode mode, int id, const Session* s) {
+  std::lock_guard l(targets_mutex_);
+  if (mode == Mode::System) {
+    auto it = cpus_.find(id);
+    if (it != cpus_.end()) {
+      auto owner = it->second.lock();
+      if (!owner || owner.get() == s) cpus_.erase(it);
+    }
+    return;
+  }
+  auto [lo, hi] = threads_.equal_range(id);
+  for (auto it = lo; it != hi;) {
+    auto owner = it->second.lock();
+    it = (!owner || owner.get() == s) ? threads_.erase(it) : std::next(it);
+  }
+}
+
+void Engine::wantTicks(const std::shared_ptr<Session>& s) {
+  if (timer_) timer_->add(s);
+}
+
+void Engine::noTicks(const Session* s) {
+  if (timer_) timer_->remove(s);
+}
+
+void Engine::notifyQueued(Session& s) {
+  if (SessionObserver* o = observer_.load()) o->messagesQueued(s);
+}
+
+}  // namespace pfmfs::session

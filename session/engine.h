@@ -1,0 +1,94 @@
+// The engine: all sessions of one daemon over one backend. It owns the
+// namespace of session names and the per-user limits, knows which threads and
+// CPUs are taken, runs the real clock's timer thread and the manual clock.
+//
+// Lock order (a lock may be taken while holding only locks above it):
+//   1. Session::mutex_          one session's state
+//   2. Engine::sessions_mutex_  the name map and per-user counts (leaf)
+//      Engine::targets_mutex_   loaded threads and cpus (leaf)
+//      TimerThread::mutex_      the sessions that want ticks (leaf)
+// No engine lock is held while the observer is called or while a session's
+// lock is taken from the engine (the engine copies what it needs, then locks).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pmu/backend.h"
+#include "pmu/result.h"
+#include "session/caller.h"
+#include "session/engine_options.h"
+#include "session/session.h"
+
+namespace pfmfs::session {
+
+class TimerThread;
+
+// What the fs layer learns from the engine. Called with no engine lock held.
+class SessionObserver {
+ public:
+  virtual ~SessionObserver() = default;
+  virtual void messagesQueued(Session& session) = 0;
+};
+
+class Engine {
+ public:
+  Engine(pmu::Backend& backend, EngineOptions options);
+  ~Engine();  // unloads every session
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // EINVAL bad name; EEXIST taken; ENOSPC the caller's uid has too many.
+  Result<std::shared_ptr<Session>> createSession(const Caller& caller, std::string_view name);
+  // Stops, unloads and forgets the session. ENOENT if there is none.
+  Status destroySession(std::string_view name);
+  std::shared_ptr<Session> find(std::string_view name) const;
+  std::vector<std::string> sessionNames() const;
+
+  // Manual clock: every loaded target moves `ns` forward; every switch and
+  // overflow inside happens at its exact instant. Returns when all is done.
+  Status advanceManualClock(std::uint64_t ns);
+
+  // The target-gone path: the thread exited.
+  void threadExited(pid_t tid);
+
+  void setObserver(SessionObserver* observer) { observer_.store(observer); }
+
+  pmu::Backend& backend() { return backend_; }
+  const EngineOptions& options() const { return options_; }
+
+  static bool validName(std::string_view name);
+
+ private:
+  friend class Session;
+
+  // Exclusive use of a thread or cpu by one loaded session.
+  Status claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s);
+  void releaseTarget(Mode mode, int id, const Session* s);
+  void wantTicks(const std::shared_ptr<Session>& s);
+  void noTicks(const Session* s);
+  void notifyQueued(Session& s);
+
+  pmu::Backend& backend_;
+  EngineOptions options_;
+  std::atomic<SessionObserver*> observer_{nullptr};
+
+  mutable std::mutex sessions_mutex_;
+  std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
+  std::map<uid_t, unsigned> per_uid_;
+
+  std::mutex targets_mutex_;
+  std::multimap<int, std::weak_ptr<Session>> threads_;  // tid -> sessions loaded on it
+  std::map<int, std::weak_ptr<Session>> cpus_;          // cpu -> the system-wide session on it
+
+  std::unique_ptr<TimerThread> timer_;
+};
+
+}  // namespace pfmfs::session

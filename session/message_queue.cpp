@@ -1,0 +1,25 @@
+// The bounded message queue of a session.
+#include "session/message_queue.h"
+
+namespace pfmfs::session {
+
+bool MessageQueue::push(Message m) {
+  if (q_.size() >= capacity_) {
+    ++lost_;
+    return false;
+  }
+  m.seq = next_seq_++;
+  q_.push_back(m);
+  return true;
+}
+
+std::vector<Message> MessageQueue::take(std::size_t max) {
+  std::vector<Message> out;
+  while (!q_.empty() && out.size() < max) {
+    out.push_back(q_.front());
+    q_.pop_front();
+  }
+  return out;
+}
+
+}  // namespace pfmfs::session

@@ -1,0 +1,720 @@
+// The session state machine, time accounting, 64-bit emulation, set switching
+// and overflow processing. See docs/design.md for the rules this implements.
+#include "session/session.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "pmu/host_info.h"
+#include "session/engine.h"
+
+namespace pfmfs::session {
+
+using pmu::regBit;
+using pmu::RegMask;
+
+namespace {
+
+std::uint64_t saturatingAdd(std::uint64_t a, std::uint64_t b) {
+  return a > pmu::kNever - b ? pmu::kNever : a + b;
+}
+
+}  // namespace
+
+const char* toString(Mode m) { return m == Mode::Thread ? "thread" : "system"; }
+
+const char* toString(State s) {
+  switch (s) {
+    case State::Unloaded: return "unloaded";
+    case State::Loaded: return "loaded";
+    case State::Active: return "active";
+    case State::Masked: return "masked";
+  }
+  return "?";
+}
+
+// Holds the session lock for one public operation. When the operation queued
+// messages, the observer hears of it after the lock is released, so that it
+// may call back into the session.
+class Session::Op {
+ public:
+  explicit Op(const Session& s) : s_(const_cast<Session&>(s)), lock_(s_.mutex_) {}
+  ~Op() {
+    bool notify = s_.notify_pending_;
+    s_.notify_pending_ = false;
+    lock_.unlock();
+    if (notify) s_.engine_.notifyQueued(s_);
+  }
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+ private:
+  Session& s_;
+  std::unique_lock<std::mutex> lock_;
+};
+
+Session::Session(Engine& engine, std::string name, uid_t uid, gid_t gid)
+    : engine_(engine),
+      desc_(engine.backend().description()),
+      name_(std::move(name)),
+      uid_(uid),
+      gid_(gid),
+      interrupts_(engine.backend().interruptsOnOverflow()),
+      messages_(engine.options().max_messages),
+      random_(0x9e3779b97f4a7c15ull) {  // fixed seed: random resets repeat run after run
+  sets_.emplace(std::piecewise_construct, std::forward_as_tuple(0), std::forward_as_tuple(0, desc_));
+}
+
+Session::~Session() {
+  // The engine unloads sessions before it lets go of them; this only keeps
+  // hardware from counting for nobody should that ever be skipped.
+  if (pmu_) pmu_->disable();
+}
+
+Status Session::fail(Error e) {
+  error_ = e.reason;
+  return Status(std::move(e));
+}
+
+EventSet* Session::findSet(unsigned id) {
+  if (id > 0xffff) return nullptr;
+  auto it = sets_.find(static_cast<std::uint16_t>(id));
+  return it == sets_.end() ? nullptr : &it->second;
+}
+
+EventSet& Session::activeSet() {
+  auto it = sets_.find(active_set_);
+  assert(it != sets_.end());
+  return it->second;
+}
+
+EventSet& Session::nextSet() {
+  auto it = sets_.upper_bound(active_set_);
+  return it == sets_.end() ? sets_.begin()->second : it->second;
+}
+
+std::uint64_t Session::effectiveTimeout(const SwitchSpec& s) const {
+  if (!s.on_time) return 0;
+  if (engine_.backend().clock() == pmu::ClockKind::Manual) return s.timeout_ns;
+  std::uint64_t tick = engine_.options().tick_ns;
+  std::uint64_t ticks = s.timeout_ns / tick + (s.timeout_ns % tick != 0);
+  return ticks > pmu::kNever / tick ? pmu::kNever : ticks * tick;
+}
+
+// ---- mode, flags -----------------------------------------------------------
+
+Mode Session::mode() const {
+  Op op(*this);
+  return mode_;
+}
+
+Status Session::setMode(Mode m) {
+  Op op(*this);
+  if (ever_loaded_) return fail(err(EBUSY, "mode can only be set before the first load"));
+  if (m == Mode::System && flags_.notify_block)
+    return fail(err(EINVAL, "system-wide sessions cannot use notify_block"));
+  mode_ = m;
+  return {};
+}
+
+Flags Session::flags() const {
+  Op op(*this);
+  return flags_;
+}
+
+Status Session::setFlags(const Flags& f) {
+  Op op(*this);
+  if (loaded()) return fail(err(EBUSY, "flags can only change while unloaded"));
+  if (f.notify_block && mode_ == Mode::System)
+    return fail(err(EINVAL, "notify_block holds a thread: not possible in system mode"));
+  flags_ = f;
+  return {};
+}
+
+// ---- load, unload ------------------------------------------------------------
+
+Status Session::load(const Caller& caller, int target, std::optional<unsigned> set) {
+  Op op(*this);
+  if (loaded())
+    return fail(err(EBUSY, "already loaded on {} {}: unload first",
+                    target_.kind == pmu::TargetKind::Thread ? "thread" : "cpu", target_.id));
+  std::uint16_t first = active_set_;
+  if (set) {
+    if (!findSet(*set)) return fail(err(EINVAL, "no set {}", *set));
+    first = static_cast<std::uint16_t>(*set);
+  }
+  pmu::Target t;
+  if (mode_ == Mode::Thread) {
+    auto ids = pmu::threadIds(target);
+    if (!ids) return fail(err(ESRCH, "no thread {}", target));
+    if ((ids->uid != caller.uid || ids->euid != caller.uid) && !caller.may_monitor_any_thread)
+      return fail(err(EPERM, "thread {} belongs to uid {}: monitoring it needs root or CAP_SYS_PTRACE", target, ids->uid));
+    t = pmu::Target{pmu::TargetKind::Thread, target};
+    target_pid_ = ids->tgid;
+  } else {
+    if (!caller.may_system_wide)
+      return fail(err(EPERM, "system-wide sessions need root or the daemon's system group"));
+    if (!pmu::cpuOnline(target)) return fail(err(EINVAL, "cpu {} is not online", target));
+    t = pmu::Target{pmu::TargetKind::Cpu, target};
+    target_pid_ = 0;
+  }
+  if (Status s = engine_.claimTarget(mode_, target, shared_from_this()); !s) return fail(s.error());
+  auto attached = engine_.backend().attach(t, this);
+  if (!attached) {
+    engine_.releaseTarget(mode_, target, this);
+    return fail(attached.error());
+  }
+  pmu_ = std::move(*attached);
+  target_ = t;
+  state_ = State::Loaded;
+  ever_loaded_ = true;
+  exited_ = false;
+  active_set_ = first;
+  // Nothing is known of what the hardware holds until the engine writes it.
+  hw_pmc_.assign(desc_.pmcs.size(), 0);
+  hw_pmd_.assign(desc_.pmds.size(), 0);
+  hw_pmc_known_.assign(desc_.pmcs.size(), false);
+  hw_pmd_known_.assign(desc_.pmds.size(), false);
+  return {};
+}
+
+Status Session::unload() {
+  Op op(*this);
+  if (loaded()) unloadLocked(false);
+  return {};
+}
+
+void Session::unloadLocked(bool exited) {
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  if (counting()) foldActive();
+  pmu_->disable();
+  if (held_) pmu_->hold(false);
+  held_ = false;
+  pending_resets_ = 0;
+  engine_.noTicks(this);
+  engine_.releaseTarget(mode_, target_.id, this);
+  pmu_.reset();
+  state_ = State::Unloaded;
+  exited_ = exited;
+  if (exited) {
+    Message m;
+    m.type = MessageType::End;
+    queueMessage(m);
+  }
+}
+
+void Session::targetGone() {
+  Op op(*this);
+  if (loaded()) unloadLocked(true);
+}
+
+std::optional<pmu::Target> Session::loadedTarget() const {
+  Op op(*this);
+  if (!loaded()) return std::nullopt;
+  return target_;
+}
+
+// ---- start, stop, restart ------------------------------------------------------
+
+Status Session::start(std::optional<unsigned> set) {
+  Op op(*this);
+  if (!loaded()) return fail(err(EINVAL, "not loaded: load a thread or cpu first"));
+  EventSet* s = nullptr;
+  if (set && !(s = findSet(*set))) return fail(err(EINVAL, "no set {}", *set));
+  if (state_ == State::Masked) return fail(err(EBUSY, "masked by an overflow notification: write restart"));
+  if (state_ == State::Active) {
+    catchUp();
+    if (s && counting()) switchTo(*s);
+    return {};
+  }
+  if (s) active_set_ = s->id();
+  EventSet& a = activeSet();
+  ++a.runs;
+  a.reloadSwitchCounters();
+  set_elapsed_ = 0;
+  startCounting();
+  return {};
+}
+
+void Session::startCounting() {
+  // Bring the hardware to the present first: nothing counted while stopped.
+  std::uint64_t now = pmu_->advanceTo(pmu_->timeNs());
+  counted_to_ = now;
+  last_sample_ = now;
+  state_ = State::Active;
+  programActive();
+  pmu_->enable();
+  if (engine_.backend().clock() == pmu::ClockKind::Real) engine_.wantTicks(shared_from_this());
+}
+
+void Session::stopCounting() {
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  if (counting()) {
+    foldActive();
+    pmu_->disable();
+  }
+  if (held_) pmu_->hold(false);
+  held_ = false;
+  pending_resets_ = 0;
+  state_ = State::Loaded;
+  engine_.noTicks(this);
+}
+
+Status Session::stop() {
+  Op op(*this);
+  if (!loaded()) return fail(err(EINVAL, "not loaded"));
+  if (state_ != State::Loaded) stopCounting();
+  return {};
+}
+
+Status Session::restart() {
+  Op op(*this);
+  if (state_ != State::Masked) return fail(err(EBUSY, "nothing to restart: no overflow notification is pending"));
+  if (EventSet* s = findSet(pending_set_)) resetPmds(*s, pending_resets_, true);
+  pending_resets_ = 0;
+  if (held_) pmu_->hold(false);
+  held_ = false;
+  startCounting();  // the set's activation goes on: no new run
+  return {};
+}
+
+// ---- sets --------------------------------------------------------------------------
+
+Status Session::createSet(unsigned id) {
+  Op op(*this);
+  if (loaded()) return fail(err(EBUSY, "sets can only be created while unloaded"));
+  if (id > 0xffff) return fail(err(EINVAL, "set {}: ids are 0..65535", id));
+  if (findSet(id)) return fail(err(EEXIST, "set {} exists", id));
+  if (sets_.size() >= engine_.options().max_sets)
+    return fail(err(ENOSPC, "a session has at most {} sets", engine_.options().max_sets));
+  auto sid = static_cast<std::uint16_t>(id);
+  sets_.emplace(std::piecewise_construct, std::forward_as_tuple(sid), std::forward_as_tuple(sid, desc_));
+  return {};
+}
+
+Status Session::deleteSet(unsigned id) {
+  Op op(*this);
+  if (loaded()) return fail(err(EBUSY, "sets can only be deleted while unloaded"));
+  if (!findSet(id)) return fail(err(ENOENT, "no set {}", id));
+  if (sets_.size() == 1) return fail(err(EBUSY, "set {} is the last set: a session keeps at least one", id));
+  sets_.erase(static_cast<std::uint16_t>(id));
+  if (active_set_ == id) active_set_ = sets_.begin()->first;
+  return {};
+}
+
+std::vector<std::uint16_t> Session::setIds() const {
+  Op op(*this);
+  std::vector<std::uint16_t> ids;
+  for (const auto& [id, s] : sets_) ids.push_back(id);
+  return ids;
+}
+
+Status Session::setSwitch(unsigned set, const SwitchSpec& spec) {
+  Op op(*this);
+  EventSet* s = findSet(set);
+  if (!s) return fail(err(ENOENT, "no set {}", set));
+  if (spec.on_time && spec.timeout_ns == 0) return fail(err(EINVAL, "switch time 0: the timeout must be at least 1 ns"));
+  if (loaded()) return fail(err(EBUSY, "switching can only change while unloaded"));
+  SwitchSpec clean = spec;
+  if (!clean.on_time) clean.timeout_ns = 0;
+  s->switch_spec = clean;
+  return {};
+}
+
+Result<SetInfo> Session::setInfo(unsigned set) {
+  Op op(*this);
+  EventSet* s = findSet(set);
+  if (!s) return fail(err(ENOENT, "no set {}", set)).error();
+  catchUp();
+  s = findSet(set);
+  SetInfo i;
+  i.id = s->id();
+  i.switch_spec = s->switch_spec;
+  i.runs = s->runs;
+  i.duration_ns = s->duration_ns;
+  i.timeout_ns = effectiveTimeout(s->switch_spec);
+  if (loaded() && s->id() == active_set_ && state_ != State::Loaded)
+    i.timeout_ns = i.timeout_ns > set_elapsed_ ? i.timeout_ns - set_elapsed_ : 0;
+  i.ovfl_pmds = s->ovfl_pmds;
+  i.avail_pmcs = desc_.pmcMask();
+  i.avail_pmds = desc_.pmdMask();
+  return i;
+}
+
+// ---- registers -----------------------------------------------------------------
+
+Status Session::writePmc(const Caller& caller, unsigned set, const PmcWrite& w) {
+  return writeRegs(caller, set, {RegWrite{w}});
+}
+
+Status Session::writePmd(unsigned set, const PmdWrite& w) {
+  return writeRegs(Caller{}, set, {RegWrite{w}});
+}
+
+Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<RegWrite>& writes) {
+  Op op(*this);
+  EventSet* s = findSet(set);
+  if (!s) return fail(err(ENOENT, "no set {}", set));
+  // All-or-nothing: every write is checked before any is applied.
+  for (const auto& w : writes) {
+    Status st = std::holds_alternative<PmcWrite>(w) ? checkPmcWrite(desc_, caller, std::get<PmcWrite>(w))
+                                                    : checkPmdWrite(desc_, std::get<PmdWrite>(w));
+    if (!st) return fail(st.error());
+  }
+  bool live = false;
+  if (counting()) {
+    catchUp();
+    if (counting() && !interrupts_) sampleActive();
+    s = findSet(set);
+    live = counting() && s->id() == active_set_;
+    if (live) foldActive();
+  }
+  for (const auto& w : writes) std::visit([s](const auto& x) { s->apply(x); }, w);
+  if (live) programActive();
+  return {};
+}
+
+Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
+  Op op(*this);
+  EventSet* s = findSet(set);
+  if (!s) return fail(err(ENOENT, "no set {}", set)).error();
+  int slot = desc_.pmcSlot(index);
+  if (slot < 0) return fail(err(ENOENT, "no pmc{} on this PMU", index)).error();
+  return s->pmc(static_cast<std::size_t>(slot));
+}
+
+std::uint64_t Session::liveValue(const EventSet& set, std::size_t slot) {
+  const PmdState& p = set.pmd(slot);
+  const pmu::PmdDesc& d = desc_.pmds[slot];
+  if (!onHardware() || set.id() != active_set_ || !(set.usedPmds() & regBit(d.index))) return p.value;
+  std::uint64_t mask = d.widthMask();
+  return (p.value & ~mask) | (pmu_->readPmd(d.index) & mask);
+}
+
+Result<PmdValue> Session::readPmd(unsigned set, unsigned index) {
+  Op op(*this);
+  if (!findSet(set)) return fail(err(ENOENT, "no set {}", set)).error();
+  int slot = desc_.pmdSlot(index);
+  if (slot < 0) return fail(err(ENOENT, "no pmd{} on this PMU", index)).error();
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  const EventSet& s = *findSet(set);
+  PmdValue v;
+  v.state = s.pmd(static_cast<std::size_t>(slot));
+  v.value = liveValue(s, static_cast<std::size_t>(slot));
+  v.state.value = v.value;
+  return v;
+}
+
+Result<std::vector<RegWrite>> Session::regs(unsigned set) {
+  Op op(*this);
+  if (!findSet(set)) return fail(err(ENOENT, "no set {}", set)).error();
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  const EventSet& s = *findSet(set);
+  std::vector<RegWrite> out = s.nonDefaultRegisters();
+  for (auto& w : out)
+    if (auto* p = std::get_if<PmdWrite>(&w)) p->value = liveValue(s, static_cast<std::size_t>(desc_.pmdSlot(p->index)));
+  return out;
+}
+
+// ---- reading ------------------------------------------------------------------------
+
+StateInfo Session::state() {
+  Op op(*this);
+  catchUp();
+  StateInfo i;
+  i.state = state_;
+  i.mode = mode_;
+  if (loaded()) i.target = target_.id;
+  i.set = active_set_;
+  i.queued = messages_.size();
+  i.lost = messages_.lost();
+  i.exited = exited_;
+  return i;
+}
+
+std::string Session::error() const {
+  Op op(*this);
+  return error_;
+}
+
+std::vector<CountLine> Session::counts() {
+  Op op(*this);
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  std::vector<CountLine> out;
+  for (const auto& [id, s] : sets_) {
+    for (std::size_t slot = 0; slot < s.pmdCount(); ++slot) {
+      unsigned index = desc_.pmds[slot].index;
+      if (!(s.usedPmds() & regBit(index))) continue;
+      CountLine c;
+      c.set = id;
+      c.pmd = index;
+      c.value = liveValue(s, slot);
+      c.enabled_ns = enabled_ns_;
+      c.running_ns = s.duration_ns;
+      if (c.running_ns != 0) {
+        unsigned __int128 scaled = static_cast<unsigned __int128>(c.value) * c.enabled_ns / c.running_ns;
+        c.scaled = scaled > pmu::kNever ? pmu::kNever : static_cast<std::uint64_t>(scaled);
+      }
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::vector<Message> Session::takeMessages(std::size_t max) {
+  Op op(*this);
+  return messages_.take(max);
+}
+
+std::size_t Session::queuedMessages() const {
+  Op op(*this);
+  return messages_.size();
+}
+
+void Session::queueMessage(const Message& m) {
+  if (messages_.push(m)) notify_pending_ = true;
+}
+
+// ---- engine hooks ---------------------------------------------------------------------
+
+void Session::advanceBy(std::uint64_t ns) {
+  Op op(*this);
+  if (!loaded() || held_) return;  // a held thread's time stands still
+  catchUpTo(saturatingAdd(pmu_->timeNs(), ns));
+}
+
+void Session::tick() {
+  Op op(*this);
+  if (!counting()) return;
+  catchUp();
+  if (loaded() && pmu_->gone()) unloadLocked(true);
+}
+
+void Session::overflowPending() {
+  Op op(*this);
+  if (counting()) catchUp();
+}
+
+// ---- time, overflows, switching ---------------------------------------------------
+
+void Session::catchUp() {
+  if (loaded()) catchUpTo(pmu_->timeNs());
+}
+
+// Moves the target to t_end one event at a time: the next set switch, the next
+// overflow interrupt, the next sample, whichever is first. For the sim this
+// replays every event at its exact instant; hardware backends reach the
+// present in one step.
+void Session::catchUpTo(std::uint64_t t_end) {
+  const std::uint64_t period = engine_.backend().samplingPeriodNs();
+  while (loaded()) {
+    std::uint64_t t_next = t_end;
+    if (counting()) {
+      const SwitchSpec& sw = activeSet().switch_spec;
+      if (sw.on_time) {
+        std::uint64_t timeout = effectiveTimeout(sw);
+        t_next = std::min(t_next, saturatingAdd(counted_to_, timeout > set_elapsed_ ? timeout - set_elapsed_ : 0));
+      }
+      t_next = std::min(t_next, interrupts_ ? pmu_->nextOverflowNs() : saturatingAdd(last_sample_, period));
+    }
+    std::uint64_t t = pmu_->advanceTo(t_next);
+    accountTo(t);
+    drainOverflows();
+    if (counting() && !interrupts_ && t >= saturatingAdd(last_sample_, period)) sampleActive();
+    if (counting()) {
+      const SwitchSpec& sw = activeSet().switch_spec;
+      if (sw.on_time && set_elapsed_ >= effectiveTimeout(sw)) switchTo(nextSet());
+    }
+    if (t >= t_end || held_) break;
+  }
+}
+
+void Session::accountTo(std::uint64_t t) {
+  if (!counting() || t <= counted_to_) return;
+  std::uint64_t d = t - counted_to_;
+  enabled_ns_ += d;
+  activeSet().duration_ns += d;
+  set_elapsed_ += d;
+  counted_to_ = t;
+}
+
+void Session::drainOverflows() {
+  while (loaded()) {
+    auto o = pmu_->takeOverflow();
+    if (!o) break;
+    handleHwOverflow(*o);
+  }
+}
+
+// A counter wrapped at 2^width: the software bits grow by 2^width. A wrap of
+// the 64-bit value (or any wrap under no_emul64) is a user-visible overflow.
+void Session::handleHwOverflow(const pmu::HwOverflow& o) {
+  if (!counting()) return;
+  EventSet& s = activeSet();
+  RegMask user = 0;
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    const pmu::PmdDesc& d = desc_.pmds[slot];
+    RegMask bit = regBit(d.index);
+    if (!(o.pmds & s.usedPmds() & bit)) continue;
+    if (s.noEmul64(d.index) || d.width >= 64) {
+      user |= bit;
+      continue;
+    }
+    PmdState& p = s.pmd(slot);
+    std::uint64_t mask = d.widthMask();
+    std::uint64_t upper = (p.value & ~mask) + (mask + 1);  // wraps to 0 past 2^64
+    p.value = upper | (p.value & mask);
+    if (upper == 0) user |= bit;
+  }
+  if (user) handleUserOverflow(user, o);
+}
+
+void Session::handleUserOverflow(RegMask pmds, const pmu::HwOverflow& o) {
+  EventSet& s = activeSet();
+  s.ovfl_pmds = pmds;
+  RegMask resets = pmds, notify = 0;
+  bool do_switch = false;
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    RegMask bit = regBit(desc_.pmds[slot].index);
+    if (!(pmds & bit)) continue;
+    PmdState& p = s.pmd(slot);
+    resets |= p.reset_pmds;
+    if (p.notify) notify |= bit;
+    if (s.switch_spec.on_ovfl && p.switch_left > 0 && --p.switch_left == 0) do_switch = true;
+  }
+  if (notify) {
+    // Mask: counting stops here and the resets wait for restart.
+    pending_set_ = s.id();
+    pending_resets_ = resets;
+    foldActive();
+    pmu_->disable();
+    state_ = State::Masked;
+    engine_.noTicks(this);
+    if (flags_.notify_block && mode_ == Mode::Thread) {
+      pmu_->hold(true);
+      held_ = true;
+    }
+    if (!flags_.no_msg) {
+      Message m;
+      m.type = MessageType::Overflow;
+      m.set = s.id();
+      m.pmds = notify;
+      m.pid = o.pid;
+      m.tid = o.tid;
+      m.cpu = o.cpu;
+      m.ip = o.ip;
+      queueMessage(m);
+    }
+  } else {
+    resetPmds(s, resets, false);
+  }
+  if (do_switch) switchTo(nextSet());
+}
+
+std::uint64_t Session::resetValue(const PmdState& p, bool long_reset) {
+  std::uint64_t v = long_reset ? p.long_reset : p.short_reset;
+  if (p.random && p.random_mask) v -= random_() & p.random_mask;
+  return v;
+}
+
+void Session::resetPmds(EventSet& set, RegMask pmds, bool long_reset) {
+  bool live = onHardware() && set.id() == active_set_;
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    const pmu::PmdDesc& d = desc_.pmds[slot];
+    if (!(pmds & regBit(d.index))) continue;
+    PmdState& p = set.pmd(slot);
+    p.value = p.last_reset = resetValue(p, long_reset);
+    if (live && (set.usedPmds() & regBit(d.index))) {
+      std::uint64_t bits = p.value & d.widthMask();
+      pmu_->writePmd(d.index, bits);
+      hw_pmd_[slot] = bits;
+      hw_pmd_known_[slot] = true;
+      p.sampled_hw = bits;
+    }
+  }
+}
+
+// No interrupts: read every counter of the active set and count the wraps
+// since the last look. The sampling period guarantees at most one.
+void Session::sampleActive() {
+  last_sample_ = counted_to_;
+  EventSet& s = activeSet();
+  RegMask wrapped = 0;
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    const pmu::PmdDesc& d = desc_.pmds[slot];
+    if (!(s.usedPmds() & regBit(d.index))) continue;
+    PmdState& p = s.pmd(slot);
+    std::uint64_t hw = pmu_->readPmd(d.index);
+    hw_pmd_[slot] = hw;
+    hw_pmd_known_[slot] = true;
+    if (hw < p.sampled_hw) wrapped |= regBit(d.index);
+    p.sampled_hw = hw;
+  }
+  if (wrapped) {
+    pmu::HwOverflow o;
+    o.pmds = wrapped;
+    o.pid = target_pid_;
+    o.tid = target_.kind == pmu::TargetKind::Thread ? target_.id : 0;
+    o.cpu = target_.kind == pmu::TargetKind::Cpu ? target_.id : 0;
+    handleHwOverflow(o);
+  }
+}
+
+void Session::foldActive() {
+  EventSet& s = activeSet();
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    const pmu::PmdDesc& d = desc_.pmds[slot];
+    if (!(s.usedPmds() & regBit(d.index))) continue;
+    PmdState& p = s.pmd(slot);
+    std::uint64_t hw = pmu_->readPmd(d.index);
+    hw_pmd_[slot] = hw;
+    hw_pmd_known_[slot] = true;
+    std::uint64_t mask = d.widthMask();
+    p.value = (p.value & ~mask) | (hw & mask);
+    p.sampled_hw = hw;
+  }
+}
+
+// Puts the active set on the hardware, writing only the registers whose value
+// differs from what the hardware holds (perfctr's control cache): a switch
+// between sets that share their configuration costs only their PMDs.
+void Session::programActive() {
+  EventSet& s = activeSet();
+  for (std::size_t slot = 0; slot < desc_.pmcs.size(); ++slot) {
+    std::uint64_t v = s.hardwarePmc(slot, interrupts_);
+    if (hw_pmc_known_[slot] && hw_pmc_[slot] == v) continue;
+    pmu_->writePmc(desc_.pmcs[slot].index, v);
+    hw_pmc_[slot] = v;
+    hw_pmc_known_[slot] = true;
+  }
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    const pmu::PmdDesc& d = desc_.pmds[slot];
+    if (!(s.usedPmds() & regBit(d.index))) continue;
+    PmdState& p = s.pmd(slot);
+    std::uint64_t bits = p.value & d.widthMask();
+    p.sampled_hw = bits;
+    if (hw_pmd_known_[slot] && hw_pmd_[slot] == bits) continue;
+    pmu_->writePmd(d.index, bits);
+    hw_pmd_[slot] = bits;
+    hw_pmd_known_[slot] = true;
+  }
+}
+
+void Session::switchTo(EventSet& next) {
+  if (counting() && !interrupts_) sampleActive();  // may itself mask or switch
+  if (next.id() == active_set_) return;
+  bool live = counting();
+  if (live) foldActive();
+  active_set_ = next.id();
+  ++next.runs;
+  next.reloadSwitchCounters();
+  set_elapsed_ = 0;
+  if (live) programActive();
+}
+
+}  // namespace pfmfs::session

@@ -1,0 +1,66 @@
+// The real clock's timer thread.
+#include "session/timer_thread.h"
+
+#include <chrono>
+#include <vector>
+
+#include "session/session.h"
+
+namespace pfmfs::session {
+
+TimerThread::TimerThread(std::uint64_t tick_ns) : tick_ns_(tick_ns), thread_([this] { run(); }) {}
+
+TimerThread::~TimerThread() {
+  {
+    std::lock_guard l(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void TimerThread::add(const std::shared_ptr<Session>& s) {
+  bool was_empty;
+  {
+    std::lock_guard l(mutex_);
+    was_empty = sessions_.empty();
+    sessions_[s.get()] = s;
+  }
+  if (was_empty) cv_.notify_all();
+}
+
+void TimerThread::remove(const Session* s) {
+  std::lock_guard l(mutex_);
+  sessions_.erase(s);
+}
+
+std::size_t TimerThread::size() const {
+  std::lock_guard l(mutex_);
+  return sessions_.size();
+}
+
+void TimerThread::run() {
+  using clock = std::chrono::steady_clock;
+  const auto tick = std::chrono::nanoseconds(tick_ns_);
+  std::vector<std::weak_ptr<Session>> batch;
+  std::unique_lock l(mutex_);
+  auto next = clock::now() + tick;
+  while (true) {
+    // Sleep for good while nothing counts.
+    cv_.wait(l, [this] { return stop_ || !sessions_.empty(); });
+    if (stop_) return;
+    if (cv_.wait_until(l, next, [this] { return stop_; })) return;
+    // Ticks stay on a fixed grid; after a long stall, start a new one.
+    auto now = clock::now();
+    next += tick;
+    if (next <= now) next = now + tick;
+    batch.clear();
+    for (const auto& [key, w] : sessions_) batch.push_back(w);
+    l.unlock();
+    for (const auto& w : batch)
+      if (auto s = w.lock()) s->tick();
+    l.lock();
+  }
+}
+
+}  // namespace pfmfs::session

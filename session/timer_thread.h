@@ -1,0 +1,39 @@
+// The real clock's one timer thread for all sessions: every tick it lets each
+// counting session catch up with its target's time (set switches, sim
+// overflows, sampling). It sleeps without waking while no session counts.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace pfmfs::session {
+
+class Session;
+
+class TimerThread {
+ public:
+  explicit TimerThread(std::uint64_t tick_ns);
+  ~TimerThread();  // stops and joins
+  TimerThread(const TimerThread&) = delete;
+  TimerThread& operator=(const TimerThread&) = delete;
+
+  void add(const std::shared_ptr<Session>& s);
+  void remove(const Session* s);
+  std::size_t size() const;
+
+ private:
+  void run();
+
+  const std::uint64_t tick_ns_;
+  mutable std::mutex mutex_;  // a leaf: never held while a session is called
+  std::condition_variable cv_;
+  std::map<const Session*, std::weak_ptr<Session>> sessions_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace pfmfs::session
