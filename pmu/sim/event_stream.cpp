@@ -400,7 +400,8 @@ Result<std::vector<Field>> splitFields(std::string_view line) {
         f.value += c;
       }
       if (!closed) return err(EINVAL, "{}: unterminated quoted value", key);
-      if (i < line.size() && !isBlank(line[i])) return err(EINVAL, "{}: text right after the closing quote", key);
+      if (i < line.size() && !isBlank(line[i]))
+        return err(EINVAL, "{}: text right after the closing quote", key);
     } else {
       std::size_t value_start = i;
       while (i < line.size() && !isBlank(line[i])) ++i;

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "pmu/host_info.h"
 #include "pmu/intel_arch_driver.h"
@@ -125,6 +128,19 @@ class SimTarget final : public TargetPmu {
 };
 
 }  // namespace
+
+Result<std::vector<SimEvent>> readEventsFile(const std::string& path, unsigned general_counters) {
+  std::ifstream in(path);
+  if (!in) {
+    int e = errno ? errno : ENOENT;
+    return err(e, "cannot read sim events file {}: {}", path, std::strerror(e));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto events = parseEvents(text.str(), general_counters);
+  if (!events) return err(EINVAL, "{}: {}", path, events.error().reason);
+  return events;
+}
 
 SimBackend::SimBackend(SimOptions options) : options_(std::move(options)) {}
 

@@ -22,6 +22,10 @@ struct SimOptions {
   std::vector<SimEvent> events;     // --sim-events; empty = defaultEvents()
 };
 
+// Reads a --sim-events file (format: sim::parseEvents). -ENOENT/-EACCES when
+// it cannot be read, -EINVAL with the line when it does not parse.
+Result<std::vector<SimEvent>> readEventsFile(const std::string& path, unsigned general_counters);
+
 class SimBackend final : public Backend {
  public:
   // -EINVAL for a shape out of range or an event the shape cannot count.

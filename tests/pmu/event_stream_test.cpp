@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -238,7 +240,8 @@ TEST(EventRatePhased, DefaultPhasesAreComplementary) {
     std::uint64_t t = rng() % 4'000'000'000'000'000'000ull;
     ASSERT_EQ(a->rate.count(t) + b->rate.count(t), 4 * t) << t;
   }
-  for (std::uint64_t t = 0; t < 10'000'000; t += 99'991) ASSERT_EQ(a->rate.count(t) + b->rate.count(t), 4 * t);
+  for (std::uint64_t t = 0; t < 10'000'000; t += 99'991)
+    ASSERT_EQ(a->rate.count(t) + b->rate.count(t), 4 * t);
   EXPECT_EQ(a->rate.maxRateCeil(), 4u);
   EXPECT_EQ(b->rate.maxRateCeil(), 4u);
 }
@@ -274,7 +277,8 @@ TEST(EventRatePhased, ManyShapesMatchBruteForce) {
   for (const auto& c : cases) {
     EventRate r = EventRate::phased(c.phases, c.den);
     auto brute = bruteCounts(c.phases, c.den, 5000);
-    for (std::uint64_t t = 0; t < brute.size(); ++t) ASSERT_EQ(r.count(t), brute[t]) << r.toString() << " t=" << t;
+    for (std::uint64_t t = 0; t < brute.size(); ++t)
+      ASSERT_EQ(r.count(t), brute[t]) << r.toString() << " t=" << t;
     // The inverse, checked against the same model.
     for (std::uint64_t n = 1; n <= brute.back(); ++n) {
       std::uint64_t t = r.timeOfCount(n);
@@ -413,7 +417,8 @@ TEST(EventRateProperties, IntervalCountsAreFloorOrCeilOfTheIntegral) {
 TEST(EventRateProperties, TimeOfCountIsTheInverse) {
   std::mt19937_64 rng(1);
   for (const auto& r : sampleRates()) {
-    std::vector<std::uint64_t> ns = {1, 2, 3, 4, 5, 10, 99, 100, 101, 1000, 4'000'000, 4'000'001, kMax - 1, kMax};
+    std::vector<std::uint64_t> ns = {1,    2,         3,         4,        5,   10, 99, 100, 101,
+                                     1000, 4'000'000, 4'000'001, kMax - 1, kMax};
     for (int i = 0; i < 300; ++i) ns.push_back(rng() >> (rng() % 64));
     for (int i = 0; i < 50; ++i) ns.push_back(r.count(rng()));  // counts actually reached
     for (std::uint64_t n : ns) {
@@ -467,7 +472,8 @@ TEST(EventRateText, ToString) {
 
 TEST(EventRateText, RoundTrips) {
   auto rates = sampleRates();
-  for (const char* text : {"0", "1.000000001", "999999999.999999999", "10:1,10:0.5,10:0", "4:0,4:0.000000001"})
+  for (const char* text :
+       {"0", "1.000000001", "999999999.999999999", "10:1,10:0.5,10:0", "4:0,4:0.000000001"})
     rates.push_back(mustParse(text));
   for (const auto& e : defaultEvents(8)) rates.push_back(e.rate);
   rates.push_back(EventRate());
@@ -635,7 +641,8 @@ TEST(ParseEvents, FullFile) {
       "# a comment line\n"
       "\n"
       "name=CYCLES code=0x3c rate=3 desc=\"Core cycles, simulated\"\n"
-      "  \t name=KSTALL\tcode=0x1234 rate=0.125 ring=kernel counters=0x3 desc=\"says \\\"hi\\\" \\\\ #not a comment\"\r\n"
+      "  \t name=KSTALL\tcode=0x1234 rate=0.125 ring=kernel counters=0x3"
+      " desc=\"says \\\"hi\\\" \\\\ #not a comment\"\r\n"
       "name=PHASED code=77 rate=10:1,10:0 ring=user  # trailing comment\n"
       "name=INSTR code=0xC0 rate=2.5 counters=0x10001\n"
       "name=REF_2 code=0x013c rate=1/3";
@@ -743,9 +750,11 @@ TEST(ParseEvents, RejectsGarbage) {
       {"name=A code=1 rate=1 counters=zz\n", "line 1: counters 'zz' is not a number"},
       {"name=A code=1 rate=1 counters=0x100\n", "line 1: counters '0x100'"},          // PMD8 with 4 counters
       {"name=A code=1 rate=1 counters=0x10\n", "line 1: counters '0x10'"},            // PMD4 with 4 counters
-      {"name=A code=1 rate=1 counters=0x80000\n", "line 1: counters '0x80000'"},      // PMD19: no such fixed counter
+      // PMD19: no such fixed counter.
+      {"name=A code=1 rate=1 counters=0x80000\n", "line 1: counters '0x80000'"},
       {"name=A code=0x3c rate=1 counters=0x10000\n", "line 1: counters '0x10000'"},  // FIXED_CTR0 counts 0xc0
-      {"name=A code=0xc0 rate=1 counters=0x40000\n", "line 1: counters '0x40000'"},  // FIXED_CTR2 counts 0x13c
+      // FIXED_CTR2 counts 0x13c.
+      {"name=A code=0xc0 rate=1 counters=0x40000\n", "line 1: counters '0x40000'"},
       {"name=A code=1 rate=1 desc=\"open\n", "line 1: desc: unterminated"},
       {"name=A code=1 rate=1 desc=\"x\"y\n", "line 1: desc: text right after"},
       {"name=A code=1 rate=1 bare\n", "line 1: 'bare' is not key=value"},

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds pfmfs and runs every test three times: a plain build (and the
+# benchmarks once, as a check that they run), an ASan/UBSan build, and a TSan
+# build. Ends with one line "tests: N passed, M failed, K skipped"; exits non-zero
+# on any failure, and on any skip when CI=true (CI must run every test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+setup() {  # setup DIR [meson options...]
+  local dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson setup --reconfigure "$dir" "$@" >/dev/null
+  else
+    meson setup "$dir" "$@" >/dev/null
+  fi
+  ninja -C "$dir"
+}
+
+status=0
+run() {  # run DIR [meson test options...]
+  local dir=$1; shift
+  meson test -C "$dir" --print-errorlogs "$@" || status=1
+}
+
+setup build
+# Benchmarks first: each meson test run rewrites the build's testlog.json,
+# which the summary below counts.
+run build --benchmark --verbose
+run build --suite unit
+
+setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  run build-asan --suite unit
+
+# TSan maps shadow memory at fixed places; without ASLR it works whatever the
+# kernel's mmap randomisation.
+setup build-tsan -Db_sanitize=thread
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  run build-tsan --suite unit --wrapper "setarch $(uname -m) -R"
+
+python3 - build build-asan build-tsan <<'PY' || status=1
+import json, os, sys
+passed = failed = skipped = 0
+for d in sys.argv[1:]:
+    log = os.path.join(d, "meson-logs", "testlog.json")
+    for line in open(log):
+        r = json.loads(line)["result"]
+        if r in ("OK", "EXPECTEDFAIL"): passed += 1
+        elif r == "SKIP": skipped += 1
+        else: failed += 1
+print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
+ci = os.environ.get("CI") == "true"
+sys.exit(1 if failed or (ci and skipped) else 0)
+PY
+exit $status
