@@ -20,6 +20,8 @@ namespace pfmfs::pmu::sim {
 struct RatePhase {
   std::uint64_t duration_ns = 0;
   std::uint64_t num = 0;
+
+  bool operator==(const RatePhase&) const = default;
 };
 
 // An event rate in events per ns as an exact fraction with denominator den:
@@ -32,8 +34,9 @@ class EventRate {
   static EventRate constant(std::uint64_t num, std::uint64_t den);
   static EventRate phased(std::vector<RatePhase> phases, std::uint64_t den);
 
-  // "2.5", "0.004", "3" (a decimal, at most 9 fractional digits), or a phase
-  // list "DUR:RATE,DUR:RATE,..." (DUR in ns, > 0; RATE a decimal as above).
+  // "2.5", "0.004", "3" (a decimal, at most 9 fractional digits), "1/3" (an
+  // exact fraction), or a phase list "DUR:RATE,DUR:RATE,..." (DUR in ns, > 0;
+  // RATE as above).
   // Garbage, negative numbers, a zero period, overflowing values: -EINVAL.
   static Result<EventRate> parse(std::string_view text);
 

@@ -21,16 +21,6 @@
 
 namespace pfmfs::pmu::sim {
 
-// EventRate's defaulted operator== compares its vector<RatePhase>, but the
-// header gives RatePhase no operator==, so without this no TU can compare
-// rates. A template, so that once the header defaults RatePhase::operator==
-// that one wins overload resolution and this becomes dead code to delete.
-template <typename T>
-  requires std::same_as<T, RatePhase>
-bool operator==(const T& a, const T& b) {
-  return a.duration_ns == b.duration_ns && a.num == b.num;
-}
-
 namespace {
 
 using ::testing::HasSubstr;
