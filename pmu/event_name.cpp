@@ -16,10 +16,10 @@ bool equalsNoCase(std::string_view a, const char* b) {
 Result<EventSpec> parseEventName(const PmuDescription& desc, std::string_view text) {
   std::size_t colon = text.find(':');
   std::string_view name = text.substr(0, colon);
-  if (name.empty()) return err(EINVAL, "empty event name");
+  if (name.empty()) return err(EINVAL, "empty event name in '{}'", printable(text));
   EventSpec spec;
   spec.event = desc.findEvent(name);
-  if (!spec.event) return err(EINVAL, "unknown event '{}' (see pmu/events)", name);
+  if (!spec.event) return err(EINVAL, "unknown event '{}' (see pmu/events)", printable(name));
   if (colon == std::string_view::npos) return spec;
 
   bool seen_u = false, seen_k = false;
@@ -34,7 +34,7 @@ Result<EventSpec> parseEventName(const PmuDescription& desc, std::string_view te
       if (seen_k) return err(EINVAL, "modifier ':k' given twice");
       seen_k = true;
     } else {
-      return err(EINVAL, "unknown modifier ':{}' (use :u and/or :k)", mod);
+      return err(EINVAL, "unknown modifier ':{}' (use :u and/or :k)", printable(mod));
     }
     if (next == std::string_view::npos) break;
     rest = rest.substr(next + 1);
@@ -46,7 +46,7 @@ Result<EventSpec> parseEventName(const PmuDescription& desc, std::string_view te
 
 Result<std::uint64_t> encodeEvent(const PmuDescription& desc, const EventSpec& spec, unsigned pmc_index) {
   const PmcDesc* pmc = desc.pmc(pmc_index);
-  if (!pmc) return err(ENOENT, "no pmc{}", pmc_index);
+  if (!pmc) return err(EINVAL, "no pmc{} on this PMU", pmc_index);
   RegMask counters = desc.pmdsOfPmc(pmc_index);
   const PmdDesc* pmd = nullptr;
   for (const auto& d : desc.pmds)

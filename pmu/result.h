@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cerrno>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -21,6 +22,19 @@ struct Error {
 template <typename... Args>
 Error err(int errnum, fmt::format_string<Args...> format, Args&&... args) {
   return Error{-errnum, fmt::format(format, std::forward<Args>(args)...)};
+}
+
+// User input made safe to quote inside a one-line reason: control and
+// non-ASCII bytes become \xNN, and anything past 64 bytes becomes "...".
+inline std::string printable(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < 64; ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') out += static_cast<char>(c);
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  if (text.size() > 64) out += "...";
+  return out;
 }
 
 // Success or an Error. [[nodiscard]] so that no failure is dropped silently.

@@ -48,7 +48,7 @@ Status Engine::destroySession(std::string_view name) {
   {
     std::lock_guard l(sessions_mutex_);
     auto it = sessions_.find(name);
-    if (it == sessions_.end()) return err(ENOENT, "no session {}", name);
+    if (it == sessions_.end()) return err(ENOENT, "no session {}", printable(name));
     s = it->second;
     sessions_.erase(it);
     if (--per_uid_[s->uid()] == 0) per_uid_.erase(s->uid());

@@ -8,7 +8,7 @@ using pmu::RegMask;
 
 Status checkPmcWrite(const pmu::PmuDescription& desc, const Caller& caller, const PmcWrite& w) {
   const pmu::PmcDesc* c = desc.pmc(w.index);
-  if (!c) return err(ENOENT, "no pmc{} on this PMU", w.index);
+  if (!c) return err(EINVAL, "no pmc{} on this PMU", w.index);
   if (w.value & c->rsvd_mask)
     return err(EINVAL, "pmc{}: reserved bits 0x{:x} set in 0x{:x}", w.index, w.value & c->rsvd_mask, w.value);
   bool kernel = false;
@@ -27,7 +27,7 @@ Status checkPmcWrite(const pmu::PmuDescription& desc, const Caller& caller, cons
 }
 
 Status checkPmdWrite(const pmu::PmuDescription& desc, const PmdWrite& w) {
-  if (!desc.pmd(w.index)) return err(ENOENT, "no pmd{} on this PMU", w.index);
+  if (!desc.pmd(w.index)) return err(EINVAL, "no pmd{} on this PMU", w.index);
   RegMask all = desc.pmdMask();
   if (w.reset_pmds && (*w.reset_pmds & ~all))
     return err(EINVAL, "pmd{}: reset_pmds names registers that do not exist (0x{:x})", w.index, *w.reset_pmds & ~all);

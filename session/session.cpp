@@ -138,7 +138,9 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   if (loaded())
     return fail(err(EBUSY, "already loaded on {} {}: unload first",
                     target_.kind == pmu::TargetKind::Thread ? "thread" : "cpu", target_.id));
-  std::uint16_t first = active_set_;
+  // The first start runs the lowest set unless load named one; later starts
+  // resume the last active set.
+  std::uint16_t first = set_chosen_ ? active_set_ : sets_.begin()->first;
   if (set) {
     if (!findSet(*set)) return fail(err(EINVAL, "no set {}", *set));
     first = static_cast<std::uint16_t>(*set);
@@ -170,6 +172,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   ever_loaded_ = true;
   exited_ = false;
   active_set_ = first;
+  set_chosen_ = set_chosen_ || set.has_value();
   // Nothing is known of what the hardware holds until the engine writes it.
   hw_pmc_.assign(desc_.pmcs.size(), 0);
   hw_pmd_.assign(desc_.pmds.size(), 0);
@@ -225,10 +228,11 @@ Status Session::start(std::optional<unsigned> set) {
   if (state_ == State::Masked) return fail(err(EBUSY, "masked by an overflow notification: write restart"));
   if (state_ == State::Active) {
     catchUp();
-    if (s && counting()) switchTo(*s);
+    if (s && counting() && s->id() != active_set_) switchTo(*s);
     return {};
   }
   if (s) active_set_ = s->id();
+  set_chosen_ = true;
   EventSet& a = activeSet();
   ++a.runs;
   a.reloadSwitchCounters();
@@ -297,7 +301,7 @@ Status Session::createSet(unsigned id) {
 Status Session::deleteSet(unsigned id) {
   Op op(*this);
   if (loaded()) return fail(err(EBUSY, "sets can only be deleted while unloaded"));
-  if (!findSet(id)) return fail(err(ENOENT, "no set {}", id));
+  if (!findSet(id)) return fail(err(EINVAL, "no set {}", id));
   if (sets_.size() == 1) return fail(err(EBUSY, "set {} is the last set: a session keeps at least one", id));
   sets_.erase(static_cast<std::uint16_t>(id));
   if (active_set_ == id) active_set_ = sets_.begin()->first;
@@ -314,7 +318,7 @@ std::vector<std::uint16_t> Session::setIds() const {
 Status Session::setSwitch(unsigned set, const SwitchSpec& spec) {
   Op op(*this);
   EventSet* s = findSet(set);
-  if (!s) return fail(err(ENOENT, "no set {}", set));
+  if (!s) return fail(err(EINVAL, "no set {}", set));
   if (spec.on_time && spec.timeout_ns == 0) return fail(err(EINVAL, "switch time 0: the timeout must be at least 1 ns"));
   if (loaded()) return fail(err(EBUSY, "switching can only change while unloaded"));
   SwitchSpec clean = spec;
@@ -326,7 +330,7 @@ Status Session::setSwitch(unsigned set, const SwitchSpec& spec) {
 Result<SetInfo> Session::setInfo(unsigned set) {
   Op op(*this);
   EventSet* s = findSet(set);
-  if (!s) return fail(err(ENOENT, "no set {}", set)).error();
+  if (!s) return fail(err(EINVAL, "no set {}", set)).error();
   catchUp();
   s = findSet(set);
   SetInfo i;
@@ -356,7 +360,7 @@ Status Session::writePmd(unsigned set, const PmdWrite& w) {
 Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<RegWrite>& writes) {
   Op op(*this);
   EventSet* s = findSet(set);
-  if (!s) return fail(err(ENOENT, "no set {}", set));
+  if (!s) return fail(err(EINVAL, "no set {}", set));
   // All-or-nothing: every write is checked before any is applied.
   for (const auto& w : writes) {
     Status st = std::holds_alternative<PmcWrite>(w) ? checkPmcWrite(desc_, caller, std::get<PmcWrite>(w))
@@ -379,9 +383,9 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
 Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
   Op op(*this);
   EventSet* s = findSet(set);
-  if (!s) return fail(err(ENOENT, "no set {}", set)).error();
+  if (!s) return fail(err(EINVAL, "no set {}", set)).error();
   int slot = desc_.pmcSlot(index);
-  if (slot < 0) return fail(err(ENOENT, "no pmc{} on this PMU", index)).error();
+  if (slot < 0) return fail(err(EINVAL, "no pmc{} on this PMU", index)).error();
   return s->pmc(static_cast<std::size_t>(slot));
 }
 
@@ -395,9 +399,9 @@ std::uint64_t Session::liveValue(const EventSet& set, std::size_t slot) {
 
 Result<PmdValue> Session::readPmd(unsigned set, unsigned index) {
   Op op(*this);
-  if (!findSet(set)) return fail(err(ENOENT, "no set {}", set)).error();
+  if (!findSet(set)) return fail(err(EINVAL, "no set {}", set)).error();
   int slot = desc_.pmdSlot(index);
-  if (slot < 0) return fail(err(ENOENT, "no pmd{} on this PMU", index)).error();
+  if (slot < 0) return fail(err(EINVAL, "no pmd{} on this PMU", index)).error();
   catchUp();
   if (counting() && !interrupts_) sampleActive();
   const EventSet& s = *findSet(set);
@@ -410,7 +414,7 @@ Result<PmdValue> Session::readPmd(unsigned set, unsigned index) {
 
 Result<std::vector<RegWrite>> Session::regs(unsigned set) {
   Op op(*this);
-  if (!findSet(set)) return fail(err(ENOENT, "no set {}", set)).error();
+  if (!findSet(set)) return fail(err(EINVAL, "no set {}", set)).error();
   catchUp();
   if (counting() && !interrupts_) sampleActive();
   const EventSet& s = *findSet(set);
@@ -429,7 +433,7 @@ StateInfo Session::state() {
   i.state = state_;
   i.mode = mode_;
   if (loaded()) i.target = target_.id;
-  i.set = active_set_;
+  i.set = set_chosen_ || loaded() ? active_set_ : sets_.begin()->first;
   i.queued = messages_.size();
   i.lost = messages_.lost();
   i.exited = exited_;
@@ -706,15 +710,19 @@ void Session::programActive() {
 }
 
 void Session::switchTo(EventSet& next) {
-  if (counting() && !interrupts_) sampleActive();  // may itself mask or switch
-  if (next.id() == active_set_) return;
-  bool live = counting();
-  if (live) foldActive();
+  const std::uint16_t from = active_set_;
+  if (counting() && !interrupts_) {
+    sampleActive();
+    if (active_set_ != from) return;  // an overflow the sample found switched already
+  }
+  // A lone set "switches" to itself: a new activation, nothing to reprogram.
+  const bool reprogram = counting() && next.id() != from;
+  if (reprogram) foldActive();
   active_set_ = next.id();
   ++next.runs;
   next.reloadSwitchCounters();
   set_elapsed_ = 0;
-  if (live) programActive();
+  if (reprogram) programActive();
 }
 
 }  // namespace pfmfs::session

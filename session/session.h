@@ -185,6 +185,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::string error_;
   std::map<std::uint16_t, EventSet> sets_;
   std::uint16_t active_set_ = 0;
+  bool set_chosen_ = false;           // a start or load set=N has picked the active set
   MessageQueue messages_;
   bool notify_pending_ = false;       // messages queued since the observer was last told
 

@@ -260,7 +260,7 @@ TEST(EmulatedPmu, KernelEventsNeedTheOsBit) {
 TEST(EmulatedPmu, UnknownEventCodeCountsNothing) {
   Rig r;
   r.wr(kPerfEvtSel0, 0x99 | kUserEn);
-  r.wr(kPerfEvtSel0 + 1, kCycles | 0x100 | kUserEn);  // umask makes another code
+  r.wr(kPerfEvtSel0 + 1, kCycles | 0x200 | kUserEn);  // a umask makes another code (0x23c)
   r.wr(kPerfGlobalCtrl, kGlobalAll4);
   r.pmu.advanceTo(1000);
   EXPECT_EQ(r.rd(kPmc0), 0u);

@@ -149,7 +149,7 @@ TEST_F(Defects, FixedCounterListedForANonArchitecturalEvent) {
 }
 
 TEST_F(Defects, OverlappingFields) {
-  d.pmds[5].field_mask |= 0xf0;  // pmd17 (FIXED_CTR1) owns 0xf0; give pmd16 those bits too
+  d.pmds[4].field_mask |= 0xf0;  // pmd17 (FIXED_CTR1) owns 0xf0; give pmd16 those bits too
   expectReported({"pmd16", "overlaps pmd17"});
   expectReported({"pmd17", "overlaps pmd16"});
 }

@@ -1,2 +1,566 @@
-// placeholder: being written
+// Unit tests of the sim backend (SPEC §4): shapes, attaching to threads and
+// CPUs, the manual and the real clock, overflow reports, hold(), gone(), and
+// the sampling period the engine relies on without interrupts.
+#include "pmu/sim/sim_backend.h"
+
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "pmu/host_info.h"
+#include "pmu/intel_arch_perfmon.h"
+
+namespace pfmfs::pmu::sim {
+namespace {
+
+using namespace std::chrono_literals;
+
+pid_t gettidNow() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+
+std::uint64_t nowNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Spins until this thread has used `ns` more CPU time.
+void burnCpu(std::uint64_t ns) {
+  const std::uint64_t end = nowNs(CLOCK_THREAD_CPUTIME_ID) + ns;
+  volatile std::uint64_t sink = 0;
+  while (nowNs(CLOCK_THREAD_CPUTIME_ID) < end)
+    for (int i = 0; i < 1000; ++i) sink = sink + static_cast<std::uint64_t>(i);
+}
+
+std::unique_ptr<SimBackend> make(ClockKind clock, unsigned counters = 4, unsigned width = 48,
+                                 bool interrupts = true) {
+  SimOptions o;
+  o.shape = intel::Shape{counters, width};
+  o.clock = clock;
+  o.interrupts = interrupts;
+  auto b = SimBackend::create(o);
+  EXPECT_TRUE(b.ok()) << (b.ok() ? "" : b.error().reason);
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+Target thread(pid_t tid) { return Target{TargetKind::Thread, tid}; }
+Target cpu(int n) { return Target{TargetKind::Cpu, n}; }
+
+// A tid no thread can have: pids are below pid_max.
+pid_t impossibleTid() {
+  std::ifstream f("/proc/sys/kernel/pid_max");
+  long max = 0;
+  f >> max;
+  return max > 0 ? static_cast<pid_t>(max) : 4194304;
+}
+
+// The highest online cpu (0 on a single-cpu machine).
+int lastOnlineCpu() {
+  int last = 0;
+  for (int c = 0; c < 4096; ++c)
+    if (cpuOnline(c)) last = c;
+  return last;
+}
+
+// A thread that runs jobs on request and reports its tid: the target of the
+// real-clock tests. It blocks between jobs, so its CPU time stands still.
+class Worker {
+ public:
+  Worker() : thread_([this] { run(); }) {
+    std::unique_lock l(mu_);
+    cv_.wait(l, [this] { return tid_ != 0; });
+  }
+  ~Worker() {
+    {
+      std::lock_guard l(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  pid_t tid() const { return tid_; }
+
+  // Runs `job` on the worker and waits until it is done.
+  void run(std::function<void()> job) {
+    std::unique_lock l(mu_);
+    job_ = std::move(job);
+    cv_.notify_all();
+    cv_.wait(l, [this] { return !job_; });
+  }
+
+  void exitAndJoin() {
+    {
+      std::lock_guard l(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock l(mu_);
+    tid_ = gettidNow();
+    cv_.notify_all();
+    while (true) {
+      cv_.wait(l, [this] { return quit_ || job_; });
+      if (quit_) return;
+      auto job = std::move(job_);
+      l.unlock();
+      job();
+      l.lock();
+      job_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> job_;
+  pid_t tid_ = 0;
+  bool quit_ = false;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------- create
+
+TEST(SimBackendCreate, RejectsBadShapes) {
+  for (auto [n, w] : {std::pair{0u, 48u}, {9u, 48u}, {4u, 15u}, {4u, 65u}, {4u, 0u}}) {
+    SimOptions o;
+    o.shape = intel::Shape{n, w};
+    auto b = SimBackend::create(o);
+    ASSERT_FALSE(b.ok()) << n << " x " << w;
+    EXPECT_EQ(b.code(), -EINVAL);
+  }
+}
+
+TEST(SimBackendCreate, AcceptsEveryShapeInRange) {
+  for (unsigned n = 1; n <= 8; ++n)
+    for (unsigned w : {16u, 17u, 32u, 48u, 63u, 64u}) {
+      SimOptions o;
+      o.shape = intel::Shape{n, w};
+      auto b = SimBackend::create(o);
+      ASSERT_TRUE(b.ok()) << n << " x " << w << ": " << b.error().reason;
+      EXPECT_TRUE((*b)->description().validate().empty());
+      EXPECT_EQ((*b)->description().width(), w);
+      EXPECT_EQ((*b)->description().pmds.size(), n + 3);
+      EXPECT_EQ((*b)->events().size(), 9u) << "the default table";
+    }
+}
+
+TEST(SimBackendCreate, RejectsEventsTheShapeCannotCount) {
+  SimOptions o;
+  o.shape = intel::Shape{2, 48};
+  o.events = defaultEvents(4);  // names pmd2 and pmd3
+  auto b = SimBackend::create(o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.code(), -EINVAL);
+}
+
+TEST(SimBackendCreate, RejectsAFixedCounterForAnotherEvent) {
+  SimOptions o;
+  // FIXED_CTR0 (pmd16) counts instructions, not event 0x77.
+  o.events = {SimEvent{EventDesc{"OTHER", 0x77, regBit(0) | regBit(16), ""}, EventRate::constant(1, 1), Ring::User}};
+  auto b = SimBackend::create(o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.code(), -EINVAL);
+}
+
+TEST(SimBackendCreate, Properties) {
+  auto b = make(ClockKind::Manual, 4, 48, false);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->name(), "sim");
+  EXPECT_EQ(b->clock(), ClockKind::Manual);
+  EXPECT_FALSE(b->interruptsOnOverflow());
+  EXPECT_TRUE(b->exclusiveThreads());
+  EXPECT_EQ(b->msrWrites(), 0u);
+  EXPECT_EQ(b->description().model, "intel-arch-v2");
+  auto r = make(ClockKind::Real);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->clock(), ClockKind::Real);
+  EXPECT_TRUE(r->interruptsOnOverflow());
+}
+
+TEST(SimBackendCreate, CustomEventsReplaceTheTable) {
+  SimOptions o;
+  o.clock = ClockKind::Manual;
+  auto ev = parseEvents("name=ONLY code=0x77 rate=1\n", 4);
+  ASSERT_TRUE(ev.ok()) << ev.error().reason;
+  o.events = *ev;
+  auto b = SimBackend::create(o);
+  ASSERT_TRUE(b.ok()) << b.error().reason;
+  ASSERT_EQ((*b)->description().events.size(), 1u);
+  EXPECT_EQ((*b)->description().events[0].name, "ONLY");
+  EXPECT_EQ((*b)->events().size(), 1u);
+}
+
+// ------------------------------------------------------- sampling period
+
+TEST(SimBackendSampling, HalfTheRangeAtTheFastestRate) {
+  // The default table's fastest events are SIM_PHASE_A/B at 4/ns (faster
+  // than the 3/ns of core cycles): 2^15 / 4 at width 16.
+  auto b = make(ClockKind::Manual, 4, 16);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->samplingPeriodNs(), 8192u);
+  auto w48 = make(ClockKind::Manual, 4, 48);
+  EXPECT_EQ(w48->samplingPeriodNs(), (1ull << 47) / 4);
+  auto w64 = make(ClockKind::Manual, 4, 64);
+  EXPECT_EQ(w64->samplingPeriodNs(), (1ull << 63) / 4);
+}
+
+TEST(SimBackendSampling, ArchitecturalEventsOnly) {
+  // Without the phased events the fastest is cycles at 3/ns: 2^15 / 3.
+  SimOptions o;
+  o.shape = intel::Shape{4, 16};
+  auto all = defaultEvents(4);
+  all.resize(7);
+  o.events = all;
+  auto b = SimBackend::create(o);
+  ASSERT_TRUE(b.ok()) << b.error().reason;
+  EXPECT_EQ((*b)->samplingPeriodNs(), 32768u / 3);
+}
+
+TEST(SimBackendSampling, NoCounterCanWrapTwiceInAPeriod) {
+  for (unsigned w : {16u, 20u, 32u, 48u, 64u}) {
+    auto b = make(ClockKind::Manual, 4, w);
+    ASSERT_TRUE(b);
+    std::uint64_t p = b->samplingPeriodNs();
+    EXPECT_GT(p, 0u);
+    for (const auto& e : b->events()) {
+      // Occurrences over any window of p ns stay within half the range.
+      unsigned __int128 most = static_cast<unsigned __int128>(e.rate.maxRateCeil()) * p;
+      unsigned __int128 half = static_cast<unsigned __int128>(1) << (w - 1);
+      EXPECT_LE(most, half) << e.desc.name << " width " << w;
+    }
+  }
+}
+
+TEST(SimBackendSampling, FastEventsStillGiveAPositivePeriod) {
+  SimOptions o;
+  o.shape = intel::Shape{4, 16};
+  auto ev = parseEvents("name=FAST code=0x77 rate=100000\n", 4);
+  ASSERT_TRUE(ev.ok());
+  o.events = *ev;
+  auto b = SimBackend::create(o);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)->samplingPeriodNs(), 1u);  // 32768 / 100000 rounds to 0: at least 1
+}
+
+// ---------------------------------------------------------------- attach
+
+TEST(SimBackendAttach, OwnThread) {
+  for (ClockKind k : {ClockKind::Manual, ClockKind::Real}) {
+    auto b = make(k);
+    auto t = b->attach(thread(gettidNow()), nullptr);
+    ASSERT_TRUE(t.ok()) << t.error().reason;
+    EXPECT_FALSE((*t)->gone());
+  }
+}
+
+TEST(SimBackendAttach, AnotherThreadOfThisProcess) {
+  Worker w;
+  auto b = make(ClockKind::Real);
+  auto t = b->attach(thread(w.tid()), nullptr);
+  ASSERT_TRUE(t.ok()) << t.error().reason;
+}
+
+TEST(SimBackendAttach, NonexistentThreadIsEsrch) {
+  for (ClockKind k : {ClockKind::Manual, ClockKind::Real}) {
+    auto b = make(k);
+    for (pid_t tid : {impossibleTid(), pid_t{0}, pid_t{-1}, pid_t{-12345}}) {
+      auto t = b->attach(thread(tid), nullptr);
+      ASSERT_FALSE(t.ok()) << tid;
+      EXPECT_EQ(t.code(), -ESRCH) << tid;
+    }
+  }
+}
+
+TEST(SimBackendAttach, Cpus) {
+  for (ClockKind k : {ClockKind::Manual, ClockKind::Real}) {
+    auto b = make(k);
+    auto c0 = b->attach(cpu(0), nullptr);
+    ASSERT_TRUE(c0.ok()) << c0.error().reason;
+    auto last = b->attach(cpu(lastOnlineCpu()), nullptr);
+    ASSERT_TRUE(last.ok()) << last.error().reason;
+    for (int bad : {-1, 100000, 1 << 30}) {
+      auto t = b->attach(cpu(bad), nullptr);
+      ASSERT_FALSE(t.ok()) << bad;
+      EXPECT_EQ(t.code(), -EINVAL) << bad;
+    }
+  }
+}
+
+// ----------------------------------------------------------- manual clock
+
+TEST(SimBackendManual, TimeStartsAtZeroAndFollowsAdvance) {
+  auto b = make(ClockKind::Manual);
+  auto t = b->attach(thread(gettidNow()), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  EXPECT_EQ(p.timeNs(), 0u);
+  burnCpu(2'000'000);  // real CPU time does not move a manual clock
+  EXPECT_EQ(p.timeNs(), 0u);
+  EXPECT_EQ(p.advanceTo(1234), 1234u);
+  EXPECT_EQ(p.timeNs(), 1234u);
+  EXPECT_EQ(p.advanceTo(1000), 1234u) << "time never runs backwards";
+  EXPECT_EQ(p.timeNs(), 1234u);
+  EXPECT_EQ(p.advanceTo(1ull << 50), 1ull << 50);
+  EXPECT_EQ(p.timeNs(), 1ull << 50);
+  p.hold(true);
+  EXPECT_EQ(p.timeNs(), 1ull << 50);
+  p.hold(false);
+  EXPECT_FALSE(p.gone());
+}
+
+TEST(SimBackendManual, EachTargetHasItsOwnClock) {
+  auto b = make(ClockKind::Manual);
+  auto a = b->attach(thread(gettidNow()), nullptr);
+  auto c = b->attach(cpu(0), nullptr);
+  ASSERT_TRUE(a.ok() && c.ok());
+  (void)(*a)->advanceTo(500);
+  EXPECT_EQ((*a)->timeNs(), 500u);
+  EXPECT_EQ((*c)->timeNs(), 0u);
+}
+
+TEST(SimBackendManual, CountsAndMsrWrites) {
+  auto b = make(ClockKind::Manual, 4, 48);
+  auto t = b->attach(thread(gettidNow()), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  p.writePmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
+  p.writePmc(16, intel::fixedctl::field(0, intel::fixedctl::kUsr));
+  p.writePmd(0, 100);
+  p.writePmd(16, (1ull << 48) + 7);  // the backend keeps the implemented bits
+  p.enable();
+  EXPECT_EQ(b->msrWrites(), 5u);
+  (void)p.advanceTo(1000);
+  EXPECT_EQ(p.readPmd(0), 3100u);
+  EXPECT_EQ(p.readPmd(16), 2007u);
+  p.disable();
+  (void)p.advanceTo(2000);
+  EXPECT_EQ(p.readPmd(0), 3100u);
+  EXPECT_EQ(b->msrWrites(), 6u);
+  EXPECT_EQ(p.nextOverflowNs(), kNever);  // no interrupt bit programmed
+  EXPECT_FALSE(p.takeOverflow().has_value());
+
+  // The backend's count covers every target.
+  auto c = b->attach(cpu(0), nullptr);
+  ASSERT_TRUE(c.ok());
+  (*c)->enable();
+  EXPECT_EQ(b->msrWrites(), 7u);
+}
+
+TEST(SimBackendManual, TakeOverflowOfAThread) {
+  auto b = make(ClockKind::Manual, 4, 16);
+  auto t = b->attach(thread(gettidNow()), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  using namespace intel;
+  p.writePmc(1, event::kUnhaltedCoreCycles | evtsel::kUsr | evtsel::kEn | evtsel::kInt);
+  p.writePmc(16, fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi));
+  p.writePmd(1, 0x10000 - 30);  // 30 cycles: 10 ns
+  p.writePmd(16, 0x10000 - 20);  // 20 instructions: 10 ns
+  p.enable();
+  EXPECT_EQ(p.nextOverflowNs(), 10u);
+  EXPECT_EQ(p.advanceTo(9), 9u);
+  EXPECT_FALSE(p.takeOverflow().has_value());
+  EXPECT_EQ(p.advanceTo(10), 10u);
+  auto o = p.takeOverflow();
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->pmds, regBit(1) | regBit(16));
+  EXPECT_EQ(o->tid, gettidNow());
+  EXPECT_EQ(o->pid, ::getpid());
+  EXPECT_EQ(o->cpu, 0);
+  EXPECT_NE(o->ip, 0u);
+  EXPECT_FALSE(p.takeOverflow().has_value()) << "taken once";
+  EXPECT_EQ(p.readPmd(1), 0u);
+  EXPECT_EQ(p.readPmd(16), 0u);
+}
+
+TEST(SimBackendManual, TakeOverflowOfAnotherThread) {
+  Worker w;
+  auto b = make(ClockKind::Manual, 4, 16);
+  auto t = b->attach(thread(w.tid()), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  p.writePmc(0, intel::event::kInstructionRetired | intel::evtsel::kUsr | intel::evtsel::kEn | intel::evtsel::kInt);
+  p.writePmd(0, 0xffff);
+  p.enable();
+  (void)p.advanceTo(1);
+  auto o = p.takeOverflow();
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->pmds, regBit(0));
+  EXPECT_EQ(o->tid, w.tid());
+  EXPECT_NE(o->tid, gettidNow());
+  EXPECT_EQ(o->pid, ::getpid());
+}
+
+TEST(SimBackendManual, TakeOverflowOfACpu) {
+  const int n = lastOnlineCpu();
+  auto b = make(ClockKind::Manual, 4, 16);
+  auto t = b->attach(cpu(n), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  p.writePmc(2, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn | intel::evtsel::kInt);
+  p.writePmd(2, 0xffff);
+  p.enable();
+  (void)p.advanceTo(1);
+  auto o = p.takeOverflow();
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->pmds, regBit(2));
+  EXPECT_EQ(o->cpu, n);
+  EXPECT_EQ(o->pid, 0);
+  EXPECT_EQ(o->tid, 0);
+}
+
+TEST(SimBackendManual, WrapWithoutInterruptIsNotReported) {
+  auto b = make(ClockKind::Manual, 4, 16);
+  auto t = b->attach(thread(gettidNow()), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  p.writePmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
+  p.writePmd(0, 0xffff);
+  p.enable();
+  EXPECT_EQ(p.nextOverflowNs(), kNever);
+  (void)p.advanceTo(100);
+  EXPECT_FALSE(p.takeOverflow().has_value());
+  EXPECT_EQ(p.readPmd(0), (0xffffu + 300u) & 0xffffu);
+}
+
+// ------------------------------------------------------------- real clock
+
+TEST(SimBackendReal, ThreadTimeIsItsCpuTime) {
+  Worker w;
+  auto b = make(ClockKind::Real);
+  auto t = b->attach(thread(w.tid()), nullptr);
+  ASSERT_TRUE(t.ok()) << t.error().reason;
+  TargetPmu& p = **t;
+  const std::uint64_t wall0 = nowNs(CLOCK_MONOTONIC);
+  const std::uint64_t t0 = p.timeNs();
+  w.run([] { burnCpu(20'000'000); });
+  const std::uint64_t t1 = p.timeNs();
+  const std::uint64_t wall1 = nowNs(CLOCK_MONOTONIC);
+  EXPECT_GE(t1 - t0, 10'000'000u);
+  EXPECT_LE(t1 - t0, wall1 - wall0);
+  // Blocked, the worker uses no CPU: its time stands still.
+  std::this_thread::sleep_for(20ms);
+  EXPECT_LT(p.timeNs() - t1, 2'000'000u);
+  EXPECT_FALSE(p.gone());
+}
+
+TEST(SimBackendReal, ThreadTimeStartsNearZeroAtAttach) {
+  Worker w;
+  w.run([] { burnCpu(30'000'000); });  // CPU time before the attach does not count
+  auto b = make(ClockKind::Real);
+  auto t = b->attach(thread(w.tid()), nullptr);
+  ASSERT_TRUE(t.ok());
+  EXPECT_LT((*t)->timeNs(), 5'000'000u);
+}
+
+TEST(SimBackendReal, HoldFreezesTime) {
+  Worker w;
+  auto b = make(ClockKind::Real);
+  auto t = b->attach(thread(w.tid()), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  w.run([] { burnCpu(5'000'000); });
+  p.hold(true);
+  const std::uint64_t h0 = p.timeNs();
+  w.run([] { burnCpu(20'000'000); });
+  EXPECT_EQ(p.timeNs(), h0) << "a held target's time stands still";
+  p.hold(true);  // holding twice changes nothing
+  EXPECT_EQ(p.timeNs(), h0);
+  p.hold(false);
+  // Released, time resumes where it stood: the CPU time used while held is not counted.
+  const std::uint64_t r0 = p.timeNs();
+  EXPECT_GE(r0, h0);
+  EXPECT_LT(r0 - h0, 5'000'000u);
+  w.run([] { burnCpu(20'000'000); });
+  EXPECT_GE(p.timeNs() - r0, 10'000'000u);
+}
+
+TEST(SimBackendReal, CpuTimeIsWallTime) {
+  auto b = make(ClockKind::Real);
+  auto t = b->attach(cpu(0), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  const std::uint64_t t0 = p.timeNs();
+  const std::uint64_t wall0 = nowNs(CLOCK_MONOTONIC);
+  std::this_thread::sleep_for(20ms);  // sleeping: wall time moves, this thread's CPU time does not
+  const std::uint64_t wall1 = nowNs(CLOCK_MONOTONIC);
+  const std::uint64_t t1 = p.timeNs();
+  EXPECT_GE(t1 - t0, wall1 - wall0);
+  EXPECT_GE(t1 - t0, 20'000'000u);
+  EXPECT_LT(t1 - t0, 2'000'000'000u);
+}
+
+TEST(SimBackendReal, AdvanceToMovesTheHardwareNotTheClock) {
+  // Under the real clock the engine replays up to timeNs(); the counters
+  // follow the target's CPU time.
+  Worker w;
+  auto b = make(ClockKind::Real);
+  auto t = b->attach(thread(w.tid()), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  w.run([] { burnCpu(2'000'000); });
+  const std::uint64_t start = p.advanceTo(p.timeNs());
+  p.writePmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
+  p.enable();
+  w.run([] { burnCpu(10'000'000); });
+  const std::uint64_t end = p.advanceTo(p.timeNs());
+  EXPECT_GE(end - start, 5'000'000u);
+  EXPECT_EQ(p.readPmd(0), 3 * (end - start));
+}
+
+TEST(SimBackendReal, ExitedThreadIsGone) {
+  auto w = std::make_unique<Worker>();
+  auto b = make(ClockKind::Real);
+  auto t = b->attach(thread(w->tid()), nullptr);
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  w->run([] { burnCpu(5'000'000); });
+  const std::uint64_t before = p.timeNs();
+  EXPECT_FALSE(p.gone());
+  w->exitAndJoin();
+  // join returns when the thread has cleared its tid; the kernel may take a
+  // moment more to release it. Gone it must be, soon.
+  bool gone = false;
+  std::uint64_t last = before;
+  for (int i = 0; i < 2000 && !gone; ++i) {
+    last = p.timeNs();
+    gone = p.gone();
+    if (!gone) std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_GE(last, before) << "time does not run backwards when the thread goes";
+  EXPECT_GE(p.timeNs(), last);
+  EXPECT_TRUE(p.gone());
+}
+
+TEST(SimBackendReal, AttachToAnExitedThreadIsEsrch) {
+  auto w = std::make_unique<Worker>();
+  const pid_t tid = w->tid();
+  w->exitAndJoin();
+  auto b = make(ClockKind::Real);
+  Result<std::unique_ptr<TargetPmu>> t = Error{};
+  for (int i = 0; i < 2000; ++i) {
+    t = b->attach(thread(tid), nullptr);
+    if (!t.ok()) break;
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.code(), -ESRCH);
+}
+
+}  // namespace
+}  // namespace pfmfs::pmu::sim

@@ -1,2 +1,714 @@
-// placeholder: being written
+// Many threads hammering one engine at once: register reads and writes,
+// start/stop/restart, counts, state, set info, messages, the manual clock,
+// sessions created and destroyed under the same names, loads and unloads.
+// What must hold: no crash, no deadlock (a watchdog aborts after a minute),
+// no error outside the documented errnos, and the sessions nobody but readers
+// touched count exactly what their clock says. Meant for TSan and ASan.
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "session/engine.h"
+#include "session/session.h"
+#include "tests/support/sim_fixture.h"
+
+namespace pfmfs::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using session::Caller;
+using session::PmcWrite;
+using session::PmdWrite;
+using session::RegWrite;
+using session::Session;
+using session::State;
+using session::SwitchSpec;
+
+constexpr std::uint64_t kMs = 1'000'000;
+
+// Aborts the process if the test does not finish in time: a deadlock must
+// fail loudly, not hang the suite.
+class Watchdog {
+ public:
+  explicit Watchdog(std::chrono::seconds limit)
+      : thread_([this, limit] {
+          std::unique_lock l(mu_);
+          if (!cv_.wait_for(l, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "watchdog: no progress after %llds: deadlock?\n",
+                         static_cast<long long>(limit.count()));
+            std::abort();
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard l(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// A thread that exists to be monitored: parked (no CPU time) or burning CPU
+// until told to stop.
+class Target {
+ public:
+  explicit Target(bool burn) : burn_(burn), thread_([this] { loop(); }) {
+    std::unique_lock l(mu_);
+    cv_.wait(l, [this] { return tid_ != 0; });
+  }
+  ~Target() {
+    quit_.store(true);
+    {
+      std::lock_guard l(mu_);
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  pid_t tid() const { return tid_; }
+
+ private:
+  void loop() {
+    {
+      std::lock_guard l(mu_);
+      tid_ = gettidNow();
+    }
+    cv_.notify_all();
+    if (burn_) {
+      volatile std::uint64_t sink = 0;
+      while (!quit_.load(std::memory_order_relaxed))
+        for (int i = 0; i < 10000; ++i) sink = sink + static_cast<std::uint64_t>(i);
+      return;
+    }
+    std::unique_lock l(mu_);
+    cv_.wait(l, [this] { return quit_.load(); });
+  }
+
+  const bool burn_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  pid_t tid_ = 0;
+  std::atomic<bool> quit_{false};
+  std::thread thread_;
+};
+
+// Runs `body` in a forked child and waits at most `limit` for it: a hang
+// (a spinning or deadlocked engine) becomes a failure instead of a stuck
+// suite. Returns the child's exit status, or -1 if it had to be killed. Only
+// call it while this process runs no other thread.
+int runInChild(const std::function<int()>& body, std::chrono::milliseconds limit) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return -2;
+  if (pid == 0) ::_exit(body());
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(5ms);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+// Errors a racing operation may legitimately get.
+bool expectedError(int code) {
+  switch (-code) {
+    case EINVAL:
+    case EEXIST:
+    case ENOENT:
+    case EBUSY:
+    case ESRCH:
+    case ENOSPC:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct Tally {
+  std::atomic<std::uint64_t> ops{0};
+  std::atomic<std::uint64_t> failures{0};      // expected errors
+  std::atomic<std::uint64_t> unexpected{0};    // anything else
+  std::mutex mu;
+  std::set<std::string> what;                  // descriptions of the unexpected
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> stats;  // STORM_STATS=1: op -> ok, failed
+
+  void note(const char* op, int code, const std::string& reason) {
+    ops.fetch_add(1, std::memory_order_relaxed);
+    if (std::getenv("STORM_STATS")) {
+      std::lock_guard l(mu);
+      auto& [ok, bad] = stats[op];
+      (code == 0 ? ok : bad)++;
+    }
+    if (code == 0) return;
+    if (expectedError(code)) {
+      failures.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    unexpected.fetch_add(1);
+    std::lock_guard l(mu);
+    if (what.size() < 20) what.insert(std::string(op) + ": " + std::to_string(code) + " " + reason);
+  }
+  template <typename R>
+  void note(const char* op, const R& r) {
+    note(op, r.code(), r.ok() ? std::string() : r.error().reason);
+  }
+};
+
+SwitchSpec timeSwitch(std::uint64_t ns) { return SwitchSpec{true, ns, false}; }
+
+PmdWrite pmdWrite(unsigned index, std::uint64_t value) {
+  PmdWrite w;
+  w.index = index;
+  w.value = value;
+  return w;
+}
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    auto&& ok_ = (expr);                                                       \
+    ASSERT_TRUE(ok_.ok()) << #expr << ": " << ok_.error().reason;             \
+  } while (0)
+
+// A session that only readers and the clock touch while the storm lasts:
+// set 0 counts cycles (3/ns), set 1 instructions (2/ns), switching every
+// `switch_ns` of target time.
+std::shared_ptr<Session> makeStable(SimEngine& e, const std::string& name, pid_t tid, std::uint64_t switch_ns) {
+  auto s = e.newSession(name);
+  if (!s) return nullptr;
+  bool ok = s->createSet(1).ok() && s->setSwitch(0, timeSwitch(switch_ns)).ok() &&
+            s->setSwitch(1, timeSwitch(switch_ns)).ok() &&
+            s->writePmc(Caller::root(), 0, PmcWrite{0, kCycles, false}).ok() &&
+            s->writePmc(Caller::root(), 1, PmcWrite{0, kInstructions, false}).ok() &&
+            s->load(Caller::root(), tid).ok() && s->start().ok();
+  EXPECT_TRUE(ok) << name << ": " << s->error();
+  return ok ? s : nullptr;
+}
+
+// The exact relations of a stable session once stopped: durations add up to
+// the enabled time, runs follow from it, counts from the durations.
+void checkStable(Session& s, std::uint64_t switch_ns, std::optional<std::uint64_t> total_ns) {
+  ASSERT_OK(s.stop());
+  auto i0 = s.setInfo(0);
+  auto i1 = s.setInfo(1);
+  ASSERT_TRUE(i0.ok() && i1.ok());
+  const std::uint64_t d0 = i0->duration_ns, d1 = i1->duration_ns;
+  if (total_ns) {
+    EXPECT_EQ(d0 + d1, *total_ns) << s.name();
+  }
+  EXPECT_EQ(i0->runs + i1->runs, 1 + (d0 + d1) / switch_ns) << s.name();
+  EXPECT_GE(d0, d1) << s.name();
+  EXPECT_LE(d0 - d1, switch_ns) << s.name();
+  std::map<unsigned, session::CountLine> by_set;
+  for (const auto& c : s.counts()) by_set[c.set] = c;
+  ASSERT_EQ(by_set.size(), 2u);
+  EXPECT_EQ(by_set[0].value, 3 * d0) << s.name();
+  EXPECT_EQ(by_set[1].value, 2 * d1) << s.name();
+  EXPECT_EQ(by_set[0].enabled_ns, d0 + d1) << s.name();
+  EXPECT_EQ(by_set[1].enabled_ns, d0 + d1) << s.name();
+  EXPECT_EQ(s.state().queued, 0u) << s.name();
+}
+
+// Invariants of any session, whatever was done to it.
+void checkAny(Session& s, unsigned max_messages) {
+  auto st = s.state();
+  EXPECT_LE(st.queued, max_messages) << s.name();
+  ASSERT_OK(s.unload());
+  EXPECT_EQ(s.state().state, State::Unloaded);
+  std::map<unsigned, std::uint64_t> running;
+  std::uint64_t enabled = 0;
+  for (const auto& c : s.counts()) {
+    enabled = c.enabled_ns;
+    running[c.set] = c.running_ns;
+    EXPECT_LE(c.running_ns, c.enabled_ns) << s.name() << " set " << c.set;
+    if (c.running_ns == 0) {
+      EXPECT_FALSE(c.scaled.has_value());
+    } else {
+      ASSERT_TRUE(c.scaled.has_value());
+      unsigned __int128 want = static_cast<unsigned __int128>(c.value) * c.enabled_ns / c.running_ns;
+      EXPECT_EQ(*c.scaled, want > ~0ull ? ~0ull : static_cast<std::uint64_t>(want));
+    }
+  }
+  std::uint64_t sum = 0;
+  for (const auto& [set, r] : running) sum += r;
+  EXPECT_LE(sum, enabled) << s.name() << ": the sets' times cannot exceed the session's";
+  // Unloaded, nothing moves.
+  auto before = s.counts();
+  auto after = s.counts();
+  ASSERT_EQ(before.size(), after.size());
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(before[i].value, after[i].value);
+    EXPECT_EQ(before[i].running_ns, after[i].running_ns);
+  }
+}
+
+// One random operation on the engine or a churn session.
+class Storm {
+ public:
+  Storm(SimEngine& e, Tally& t, std::vector<pid_t> load_tids, std::vector<std::shared_ptr<Session>> stable,
+        unsigned churn_names)
+      : e_(e), t_(t), tids_(std::move(load_tids)), stable_(std::move(stable)), churn_(churn_names) {}
+
+  std::atomic<std::uint64_t> advanced{0};
+
+  void one(std::mt19937_64& rng, bool may_advance) {
+    auto pick = [&rng](std::uint64_t n) { return static_cast<std::uint64_t>(rng() % n); };
+    const std::string name = "c" + std::to_string(pick(churn_));
+    const unsigned op = static_cast<unsigned>(pick(may_advance ? 30 : 29));
+    session::Engine& eng = e_.engine();
+    if (op == 29) {  // the clock
+      const std::uint64_t ns = 1 + pick(200'000);
+      auto st = eng.advanceManualClock(ns);
+      t_.note("advance", st);
+      if (st.ok()) advanced.fetch_add(ns);
+      return;
+    }
+    if (op == 0) {
+      auto r = eng.createSession(Caller::root(), name);
+      t_.note("create", r);
+      return;
+    }
+    if (op == 1) {
+      // Rarer than the rest, so that sessions live long enough to be loaded,
+      // started, and to overflow.
+      if (pick(8) == 0) t_.note("destroy", eng.destroySession(name));
+      return;
+    }
+    if (op == 2) {
+      (void)eng.sessionNames();
+      t_.note("names", 0, "");
+      return;
+    }
+    if (op >= 3 && op <= 6 && !stable_.empty()) {  // readers of the stable sessions
+      Session& s = *stable_[pick(stable_.size())];
+      switch (op) {
+        case 3: t_.note("stable.readPmd", s.readPmd(static_cast<unsigned>(pick(2)), 0)); break;
+        case 4: (void)s.counts(); t_.note("stable.counts", 0, ""); break;
+        case 5: (void)s.state(); t_.note("stable.state", 0, ""); break;
+        case 6: t_.note("stable.setInfo", s.setInfo(static_cast<unsigned>(pick(2)))); break;
+      }
+      return;
+    }
+    std::shared_ptr<Session> s = eng.find(name);
+    if (!s) return;
+    const unsigned set = static_cast<unsigned>(pick(3));  // set 2 never exists: ENOENT
+    switch (op) {
+      case 7: {
+        static constexpr std::uint64_t kValues[] = {kCycles, kInstructions, kRefCycles, kBranches, 0,
+                                                    kCycles | (1ull << 40)};  // the last: reserved bits
+        const unsigned pmc = static_cast<unsigned>(pick(5));  // pmc4 does not exist
+        t_.note("writePmc", s->writePmc(Caller::root(), set, PmcWrite{pmc, kValues[pick(6)], pick(4) == 0}));
+        break;
+      }
+      case 8: {
+        PmdWrite w;
+        w.index = static_cast<unsigned>(pick(4));
+        w.value = pick(2) ? ~std::uint64_t{0} - pick(100'000) : pick(1'000'000);
+        if (pick(2)) w.short_reset = ~std::uint64_t{0} - pick(100'000);
+        if (pick(2)) w.long_reset = ~std::uint64_t{0} - pick(100'000);
+        if (pick(3) == 0) w.notify = pick(3) != 0;
+        if (pick(4) == 0) w.reset_pmds = pick(16);
+        if (pick(8) == 0) {
+          w.random = true;
+          w.random_mask = 0xff;
+        }
+        t_.note("writePmd", s->writePmd(set, w));
+        break;
+      }
+      case 9: {
+        std::vector<RegWrite> v;
+        for (unsigned i = 0; i < 4; ++i) v.push_back(PmcWrite{i, pick(2) ? kCycles : kInstructions, false});
+        v.push_back(PmcWrite{16, 0x222, false});
+        for (unsigned i : {0u, 1u, 2u, 3u, 16u, 17u, 18u}) v.push_back(pmdWrite(i, pick(1'000'000)));
+        t_.note("writeRegs", s->writeRegs(Caller::root(), set, v));
+        break;
+      }
+      case 10: t_.note("readPmd", s->readPmd(set, static_cast<unsigned>(pick(20)))); break;
+      case 11: t_.note("readPmc", s->readPmc(set, static_cast<unsigned>(pick(20)))); break;
+      case 12: t_.note("regs", s->regs(set)); break;
+      case 13: (void)s->counts(); t_.note("counts", 0, ""); break;
+      case 14: {
+        auto st = s->state();
+        (void)s->error();
+        (void)s->flags();
+        (void)s->mode();
+        t_.note(st.state == State::Masked ? "state(masked)" : "state", 0, "");
+        break;
+      }
+      case 15: t_.note("setInfo", s->setInfo(set)); break;
+      case 16: (void)s->takeMessages(1 + pick(4)); (void)s->queuedMessages(); t_.note("take", 0, ""); break;
+      case 17:
+      case 18: t_.note("start", pick(2) ? s->start() : s->start(set)); break;
+      case 19: t_.note("stop", s->stop()); break;
+      case 20: t_.note("restart", s->restart()); break;
+      case 21:
+        if (!tids_.empty()) t_.note("load", s->load(Caller::root(), tids_[pick(tids_.size())], pick(2) ? std::optional<unsigned>(set) : std::nullopt));
+        break;
+      case 22:
+        if (pick(4) == 0) t_.note("unload", s->unload());
+        break;
+      case 23: t_.note("createSet", s->createSet(1)); break;
+      case 24: t_.note("deleteSet", s->deleteSet(1)); break;
+      case 25: {
+        // Set 0 never gets a time switch here: a lone set with one makes the
+        // engine spin (see Liveness.LoneSetWithTimeSwitch*), which would stop
+        // the storm from testing anything else.
+        SwitchSpec sw = pick(3) == 0 ? SwitchSpec{false, 0, true} : timeSwitch(1 + pick(100'000));
+        t_.note("setSwitch", s->setSwitch(pick(2) ? 1 : 2, sw));
+        break;
+      }
+      case 26: {
+        session::Flags f;
+        f.no_msg = pick(2) == 0;
+        t_.note("setFlags", s->setFlags(f));
+        break;
+      }
+      case 27: (void)s->loadedTarget(); (void)s->setIds(); t_.note("ids", 0, ""); break;
+      default: (void)s->readPmd(0, 0); t_.note("readPmd0", 0, ""); break;
+    }
+  }
+
+ private:
+  SimEngine& e_;
+  Tally& t_;
+  std::vector<pid_t> tids_;
+  std::vector<std::shared_ptr<Session>> stable_;
+  unsigned churn_;
+};
+
+// Runs `threads` workers of the storm for `how_long`; the first `advancers`
+// of them also move the manual clock.
+void runStorm(Storm& storm, unsigned threads, unsigned advancers, std::chrono::milliseconds how_long) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < threads; ++i)
+    pool.emplace_back([&storm, &stop, i, advancers] {
+      std::mt19937_64 rng(0x5eed + i);
+      while (!stop.load(std::memory_order_relaxed)) storm.one(rng, i < advancers);
+    });
+  std::this_thread::sleep_for(how_long);
+  stop.store(true);
+  for (auto& t : pool) t.join();
+}
+
+void report(const Tally& t) {
+  for (const auto& [op, n] : t.stats) std::fprintf(stderr, "  %-16s ok=%llu failed=%llu\n", op.c_str(),
+                                                   static_cast<unsigned long long>(n.first),
+                                                   static_cast<unsigned long long>(n.second));
+  EXPECT_EQ(t.unexpected.load(), 0u);
+  for (const auto& w : t.what) ADD_FAILURE() << "unexpected error: " << w;
+  EXPECT_GT(t.ops.load(), 1000u) << "the storm hardly ran";
+}
+
+// ------------------------------------------------------------------------
+
+// ------------------------------------------------------------------------
+// Liveness: the engine always comes back.
+
+// A session whose only set has `switch time`: when the timeout expires the
+// round-robin "next set" is the set itself. Whatever that means for runs, the
+// clock must keep moving: the set keeps counting, every ns of it.
+TEST(Liveness, LoneSetWithTimeSwitchManualClock) {
+  int rc = runInChild(
+      [] {
+        SimEngine e;
+        auto s = e.newSession("lone");
+        if (!s) return 10;
+        if (!s->setSwitch(0, timeSwitch(1000)).ok()) return 11;
+        if (!s->writePmc(Caller::root(), 0, PmcWrite{0, kCycles, false}).ok()) return 12;
+        if (!s->load(Caller::root(), gettidNow()).ok()) return 13;
+        if (!s->start().ok()) return 14;
+        if (!e.engine().advanceManualClock(10'500).ok()) return 15;  // hangs here if the engine spins
+        auto i = s->setInfo(0);
+        if (!i.ok() || i->duration_ns != 10'500) return 16;
+        auto c = s->counts();
+        if (c.size() != 1 || c[0].value != 31'500 || c[0].enabled_ns != 10'500) return 17;
+        if (s->state().state != State::Active) return 18;
+        return 0;
+      },
+      5000ms);
+  EXPECT_NE(rc, -1) << "advanceManualClock never returned: with a single set whose switch timeout expires, "
+                       "Session::catchUpTo loops forever (switchTo(itself) returns at once and never resets "
+                       "set_elapsed_, so the next step is 0 ns) while holding the session lock";
+  EXPECT_EQ(rc, 0);
+}
+
+TEST(Liveness, LoneSetWithOverflowSwitchManualClock) {
+  int rc = runInChild(
+      [] {
+        SimEngine e;
+        auto s = e.newSession("lone");
+        if (!s) return 10;
+        if (!s->setSwitch(0, SwitchSpec{false, 0, true}).ok()) return 11;
+        if (!s->writePmc(Caller::root(), 0, PmcWrite{0, kCycles, false}).ok()) return 12;
+        PmdWrite w;
+        w.index = 0;
+        w.value = ~std::uint64_t{0} - 2999;  // overflows after 3000 cycles: 1000 ns
+        w.short_reset = w.value;
+        w.switch_cnt = 1;
+        if (!s->writePmd(0, w).ok()) return 13;
+        if (!s->load(Caller::root(), gettidNow()).ok()) return 14;
+        if (!s->start().ok()) return 15;
+        if (!e.engine().advanceManualClock(10'500).ok()) return 16;
+        auto i = s->setInfo(0);
+        if (!i.ok() || i->duration_ns != 10'500) return 17;
+        // Ten silent overflows at 1000 ns each; 500 ns past the last reset.
+        auto v = s->readPmd(0, 0);
+        if (!v.ok() || v->value != ~std::uint64_t{0} - 2999 + 1500) return 18;
+        return 0;
+      },
+      5000ms);
+  EXPECT_NE(rc, -1) << "advanceManualClock never returned";
+  EXPECT_EQ(rc, 0);
+}
+
+// ------------------------------------------------------------------------
+
+TEST(Concurrency, ManualClockStorm) {
+  Watchdog dog(60s);
+  SimConfig cfg;
+  cfg.width = 16;  // cycles wrap every 21.8 us: overflows everywhere
+  cfg.engine.max_messages = 8;
+  SimEngine e(cfg);
+  Target p0(false), p1(false), p2(false), q0(false), q1(false);
+  const std::uint64_t kSwitch = 50'000;
+  auto s0 = makeStable(e, "stable0", q0.tid(), kSwitch);
+  auto s1 = makeStable(e, "stable1", q1.tid(), kSwitch);
+  ASSERT_TRUE(s0 && s1);
+  Tally tally;
+  Storm storm(e, tally, {p0.tid(), p1.tid(), p2.tid()}, {s0, s1}, 6);
+  runStorm(storm, 10, 2, 1500ms);
+
+  report(tally);
+  const std::uint64_t total = storm.advanced.load();
+  EXPECT_GT(total, 0u);
+  // Loaded and started before the first advance: each counted every ns.
+  checkStable(*s0, kSwitch, total);
+  checkStable(*s1, kSwitch, total);
+  for (const auto& n : e.engine().sessionNames())
+    if (auto s = e.engine().find(n)) checkAny(*s, cfg.engine.max_messages);
+}
+
+TEST(Concurrency, SameNamesRace) {
+  Watchdog dog(60s);
+  SimEngine e;
+  Target p(false);
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> created{0}, destroyed{0}, bad{0};
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < 8; ++i)
+    pool.emplace_back([&, i] {
+      std::mt19937_64 rng(i);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::string name = "n" + std::to_string(rng() % 2);
+        if (rng() % 2) {
+          auto r = e.engine().createSession(Caller::root(), name);
+          if (r.ok()) {
+            created.fetch_add(1);
+            // Whoever made it may use it while others try to destroy it.
+            (void)(*r)->load(Caller::root(), p.tid());
+            (void)(*r)->start();
+            (void)(*r)->counts();
+          } else if (r.code() != -EEXIST) {
+            bad.fetch_add(1);
+          }
+        } else {
+          auto st = e.engine().destroySession(name);
+          if (st.ok()) destroyed.fetch_add(1);
+          else if (st.code() != -ENOENT) bad.fetch_add(1);
+        }
+      }
+    });
+  std::this_thread::sleep_for(1000ms);
+  stop.store(true);
+  for (auto& t : pool) t.join();
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_GT(created.load(), 10u);
+  // Every session made was destroyed or is still there, exactly once.
+  EXPECT_EQ(created.load(), destroyed.load() + e.engine().sessionNames().size());
+  // The per-user count followed: the limit is still usable to the full.
+  for (const auto& n : e.engine().sessionNames()) ASSERT_OK(e.engine().destroySession(n));
+  for (unsigned i = 0; i < e.engine().options().max_sessions_per_user; ++i)
+    ASSERT_OK(e.engine().createSession(Caller::root(), "x" + std::to_string(i)));
+  EXPECT_EQ(e.engine().createSession(Caller::root(), "one-too-many").code(), -ENOSPC);
+  // And the parked thread is free again for a new session.
+  for (unsigned i = 0; i < e.engine().options().max_sessions_per_user; ++i)
+    ASSERT_OK(e.engine().destroySession("x" + std::to_string(i)));
+  auto s = e.newSession("last");
+  ASSERT_TRUE(s);
+  ASSERT_OK(s->load(Caller::root(), p.tid()));
+}
+
+TEST(Concurrency, OneSessionManyHands) {
+  // Everyone on one loaded, active session: reads, writes to the active and
+  // the inactive set, start/stop, and the clock.
+  Watchdog dog(60s);
+  SimConfig cfg;
+  cfg.width = 16;
+  SimEngine e(cfg);
+  Target p(false);
+  auto s = e.newSession("one");
+  ASSERT_TRUE(s);
+  ASSERT_OK(s->createSet(1));
+  ASSERT_OK(s->setSwitch(0, timeSwitch(10'000)));
+  ASSERT_OK(s->setSwitch(1, timeSwitch(10'000)));
+  ASSERT_OK(s->writePmc(Caller::root(), 0, PmcWrite{0, kCycles, false}));
+  ASSERT_OK(s->writePmc(Caller::root(), 1, PmcWrite{1, kInstructions, false}));
+  ASSERT_OK(s->load(Caller::root(), p.tid()));
+  ASSERT_OK(s->start());
+  std::atomic<bool> stop{false};
+  Tally tally;
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < 8; ++i)
+    pool.emplace_back([&, i] {
+      std::mt19937_64 rng(100 + i);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const unsigned set = static_cast<unsigned>(rng() % 2);
+        switch (rng() % 8) {
+          case 0: tally.note("advance", e.engine().advanceManualClock(1 + rng() % 50'000)); break;
+          case 1: tally.note("readPmd", s->readPmd(set, set)); break;
+          case 2: tally.note("writePmd", s->writePmd(set, pmdWrite(set, rng() % 1000))); break;
+          case 3: tally.note("writePmc", s->writePmc(Caller::root(), set, PmcWrite{set, rng() % 2 ? kCycles : kBranches, false})); break;
+          case 4: tally.note(i % 2 ? "start" : "stop", i % 2 ? s->start() : s->stop()); break;
+          case 5: (void)s->counts(); tally.note("counts", 0, ""); break;
+          case 6: tally.note("setInfo", s->setInfo(set)); break;
+          default: (void)s->state(); tally.note("state", 0, ""); break;
+        }
+      }
+    });
+  std::this_thread::sleep_for(1000ms);
+  stop.store(true);
+  for (auto& t : pool) t.join();
+  report(tally);
+  // Time is conserved whatever the interleaving.
+  ASSERT_OK(s->stop());
+  auto i0 = s->setInfo(0);
+  auto i1 = s->setInfo(1);
+  ASSERT_TRUE(i0.ok() && i1.ok());
+  auto c = s->counts();
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].enabled_ns, i0->duration_ns + i1->duration_ns);
+  checkAny(*s, e.engine().options().max_messages);
+}
+
+TEST(Concurrency, RealClockStorm) {
+  Watchdog dog(60s);
+  SimConfig cfg;
+  cfg.clock = pmu::ClockKind::Real;
+  cfg.width = 16;
+  cfg.engine.tick_ns = kMs;
+  cfg.engine.max_messages = 8;
+  SimEngine e(cfg);
+  Target b0(true), b1(true), b2(true);  // burning: their sessions switch and overflow on the timer thread
+  Target p0(false);
+  const std::uint64_t kSwitch = 2 * kMs;
+  auto s0 = makeStable(e, "stable0", b0.tid(), kSwitch);
+  auto s1 = makeStable(e, "stable1", b1.tid(), kSwitch);
+  ASSERT_TRUE(s0 && s1);
+  Tally tally;
+  Storm storm(e, tally, {p0.tid(), b2.tid(), b0.tid()}, {s0, s1}, 4);
+  runStorm(storm, 8, 0, 1000ms);
+
+  report(tally);
+  // The timer thread kept the stable sessions' hardware moving; their relations are exact.
+  checkStable(*s0, kSwitch, std::nullopt);
+  checkStable(*s1, kSwitch, std::nullopt);
+  EXPECT_GT(s0->setInfo(1)->runs + s1->setInfo(1)->runs, 0u) << "the burners got no CPU at all?";
+  for (const auto& n : e.engine().sessionNames())
+    if (auto s = e.engine().find(n)) checkAny(*s, cfg.engine.max_messages);
+}
+
+TEST(Concurrency, RealClockLoadUnloadAndDestroyAgainstTheTimer) {
+  Watchdog dog(60s);
+  SimConfig cfg;
+  cfg.clock = pmu::ClockKind::Real;
+  cfg.engine.tick_ns = kMs;
+  SimEngine e(cfg);
+  Target b0(true), b1(true);
+  std::atomic<bool> stop{false};
+  Tally tally;
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < 8; ++i)
+    pool.emplace_back([&, i] {
+      std::mt19937_64 rng(200 + i);
+      const pid_t tids[] = {b0.tid(), b1.tid()};
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::string name = "r" + std::to_string(rng() % 3);
+        std::shared_ptr<Session> s = e.engine().find(name);
+        switch (rng() % 6) {
+          case 0: tally.note("create", e.engine().createSession(Caller::root(), name)); break;
+          case 1: tally.note("destroy", e.engine().destroySession(name)); break;
+          case 2:
+            if (s) {
+              // Two sets; only set 1 switches on time (a lone set with a time
+              // switch hangs the engine: Liveness.LoneSetWithTimeSwitch*).
+              (void)s->createSet(1);
+              (void)s->setSwitch(1, timeSwitch(kMs));
+              (void)s->writePmc(Caller::root(), 0, PmcWrite{0, kCycles, false});
+              (void)s->writePmc(Caller::root(), 1, PmcWrite{0, kCycles, false});
+              tally.note("load", s->load(Caller::root(), tids[rng() % 2]));
+              tally.note("start", s->start());
+            }
+            break;
+          case 3:
+            if (s) tally.note("unload", s->unload());
+            break;
+          case 4:
+            if (s) tally.note("stop", s->stop());
+            break;
+          default:
+            if (s) {
+              (void)s->counts();
+              (void)s->state();
+              tally.note("read", 0, "");
+            }
+            break;
+        }
+      }
+    });
+  std::this_thread::sleep_for(1000ms);
+  stop.store(true);
+  for (auto& t : pool) t.join();
+  report(tally);
+  for (const auto& n : e.engine().sessionNames())
+    if (auto s = e.engine().find(n)) {
+      // Each load of a cycles counter counts exactly 3 per ns of its time.
+      ASSERT_OK(s->unload());
+      auto c = s->counts();
+      for (const auto& l : c) EXPECT_EQ(l.value, 3 * l.running_ns) << n;
+      checkAny(*s, e.engine().options().max_messages);
+    }
+}
+
+}  // namespace
+}  // namespace pfmfs::testing
