@@ -643,6 +643,14 @@ void Session::resetPmds(EventSet& set, RegMask pmds, bool long_reset) {
   }
 }
 
+// Reads a hardware counter and remembers what it holds.
+std::uint64_t Session::readHwPmd(std::size_t slot) {
+  std::uint64_t hw = pmu_->readPmd(desc_.pmds[slot].index);
+  hw_pmd_[slot] = hw;
+  hw_pmd_known_[slot] = true;
+  return hw;
+}
+
 // No interrupts: read every counter of the active set and count the wraps
 // since the last look. The sampling period guarantees at most one.
 void Session::sampleActive() {
@@ -653,9 +661,7 @@ void Session::sampleActive() {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(s.usedPmds() & regBit(d.index))) continue;
     PmdState& p = s.pmd(slot);
-    std::uint64_t hw = pmu_->readPmd(d.index);
-    hw_pmd_[slot] = hw;
-    hw_pmd_known_[slot] = true;
+    std::uint64_t hw = readHwPmd(slot);
     if (hw < p.sampled_hw) wrapped |= regBit(d.index);
     p.sampled_hw = hw;
   }
@@ -675,9 +681,7 @@ void Session::foldActive() {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(s.usedPmds() & regBit(d.index))) continue;
     PmdState& p = s.pmd(slot);
-    std::uint64_t hw = pmu_->readPmd(d.index);
-    hw_pmd_[slot] = hw;
-    hw_pmd_known_[slot] = true;
+    std::uint64_t hw = readHwPmd(slot);
     std::uint64_t mask = d.widthMask();
     p.value = (p.value & ~mask) | (hw & mask);
     p.sampled_hw = hw;

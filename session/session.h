@@ -157,6 +157,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void handleHwOverflow(const pmu::HwOverflow& o);
   void handleUserOverflow(pmu::RegMask pmds, const pmu::HwOverflow& o);
   void sampleActive();                // no-interrupt backends: catch wraps
+  std::uint64_t readHwPmd(std::size_t slot);
   void foldActive();                  // hardware bits into the active set's image
   void programActive();               // the active set onto the hardware, writing only what differs
   void resetPmds(EventSet& set, pmu::RegMask pmds, bool long_reset);

@@ -801,6 +801,59 @@ TEST(SessionCounting, StartNChoosesTheFirstSet) {
   EXPECT_EQ(r.info(0).timeout_ns, 70u);
 }
 
+// The first start runs the lowest set (set 0 need not exist); a later start,
+// even after unload and load, resumes the set that was active last.
+TEST(SessionCounting, FirstStartRunsTheLowestSetLaterStartsResume) {
+  Rig r;
+  r.createSet(4);
+  r.createSet(2);
+  ASSERT_TRUE(r.s().deleteSet(0).ok());
+  for (unsigned set : {2u, 4u}) {
+    r.timeSwitch(set, 100);
+    r.pmc(set, 0, kCycles);
+  }
+  r.load();
+  EXPECT_EQ(r.state().set, 2u);
+  r.start();
+  EXPECT_EQ(r.info(2).runs, 1u);
+  EXPECT_EQ(r.info(4).runs, 0u);
+  r.advance(150);  // set2 (0,100], set4 (100,150]
+  EXPECT_EQ(r.state().set, 4u);
+  r.stop();
+  r.unload();
+  r.load();
+  EXPECT_EQ(r.state().set, 4u);
+  r.start();
+  EXPECT_EQ(r.info(4).runs, 2u);
+  EXPECT_EQ(r.info(2).runs, 1u);
+  r.advance(100);  // a fresh 100 ns in set 4, then set 2
+  EXPECT_EQ(r.state().set, 2u);
+  EXPECT_EQ(r.read(4, 0), 450u);
+  EXPECT_EQ(r.read(2, 0), 300u);
+}
+
+// A lone set with a timeout "switches" to itself: each timeout is a new
+// activation (runs, fresh timeout) that reprograms nothing and loses no count.
+TEST(SessionCounting, LoneSetTimeoutReArms) {
+  Rig r;
+  r.timeSwitch(0, 100);
+  r.pmc(0, 0, kCycles);
+  r.load();
+  r.start();
+  r.advance(50);
+  const u64 before = r.sim().msrWrites();
+  r.advance(1000);  // re-arms at 100, 200, ..., 1000
+  EXPECT_EQ(r.sim().msrWrites() - before, 0u);
+  SetInfo i = r.info(0);
+  EXPECT_EQ(i.runs, 11u);
+  EXPECT_EQ(i.duration_ns, 1050u);
+  EXPECT_EQ(i.timeout_ns, 50u);
+  EXPECT_EQ(r.read(0, 0), 3150u);
+  CountLine l = r.line(0, 0);
+  EXPECT_EQ(l.enabled_ns, 1050u);
+  EXPECT_EQ(l.scaled, std::optional<u64>(3150));
+}
+
 // ---- the cost of a switch --------------------------------------------------------------
 
 // Measures the MSR writes of `advance(ns)` on a started two-set session with
@@ -908,6 +961,23 @@ TEST(SessionSwitchCost, ExtraCounterCostsItsControlOnly) {
   EXPECT_EQ(c.writesDuring(1000), 20u);  // 10 more switches, 2 writes each
   EXPECT_EQ(r.read(1, 1), 1200u);        // 600 ns of set1
   EXPECT_EQ(r.read(0, 0), 1950u);        // 650 ns of set0
+}
+
+// Sets on disjoint counters under one FIXED_CTR_CTRL: set 0 counts on pmd16,
+// set 1 on pmd17. Once both counters were programmed, a switch writes only the
+// control: the counter the other set stopped still holds its value.
+TEST(SessionSwitchCost, DisjointFixedCountersCostOnlyTheControl) {
+  SwitchCost c;
+  Rig& r = c.rig();
+  r.pmc(0, kFixedCtrl, kFixedInstrUsr);
+  r.pmc(1, kFixedCtrl, kFixedCyclesUsr);
+  r.load();
+  r.start();
+  r.advance(50);
+  EXPECT_EQ(c.writesDuring(200), 3u);    // 0->1: pmc16, pmd17 (first time); 1->0: pmc16
+  EXPECT_EQ(c.writesDuring(1000), 10u);  // then one write per switch
+  EXPECT_EQ(r.read(0, kFixedInstr), 1300u);  // 650 ns of set 0
+  EXPECT_EQ(r.read(1, kFixedCycles), 1800u);  // 600 ns of set 1
 }
 
 // ---- no-interrupt sampling mode ------------------------------------------------------

@@ -581,6 +581,24 @@ TEST(SessionOverflow, OverflowSwitchingBothSets) {
   EXPECT_EQ(r.state().set, 0u);
 }
 
+// A lone set switching on overflow: every second overflow starts a new
+// activation of the same set, which reloads the switch counter.
+TEST(SessionOverflow, LoneSetOverflowSwitchReArms) {
+  Rig r;
+  r.setSwitch(0, SwitchSpec{false, 0, true});
+  r.pmc(0, 0, kCycles);
+  PmdWrite w = pmdWrite(0, neg(300));
+  w.short_reset = neg(300);
+  w.switch_cnt = 2;
+  r.pmd(0, w);
+  r.loadAndStart();
+  r.advance(1050);  // overflows at 100, 200, ..., 1000: re-arms at 200, ..., 1000
+  EXPECT_EQ(r.info(0).runs, 6u);
+  EXPECT_EQ(r.info(0).duration_ns, 1050u);
+  EXPECT_EQ(r.read(0, 0), neg(150));
+  EXPECT_EQ(r.state().state, State::Active);
+}
+
 // A notifying overflow that also switches: the switch happens while masked,
 // restart resets the PMD of the set that overflowed and resumes in the new set.
 TEST(SessionOverflow, OverflowSwitchWithNotify) {
