@@ -20,7 +20,8 @@ int slotOf(const std::vector<Reg>& regs, unsigned index) {
 template <typename Reg>
 RegMask maskOf(const std::vector<Reg>& regs) {
   RegMask m = 0;
-  for (const auto& r : regs) m |= regBit(r.index);
+  for (const auto& r : regs)
+    if (r.index < kMaxRegIndex) m |= regBit(r.index);  // validate() reports the others
   return m;
 }
 
@@ -53,7 +54,7 @@ const EventDesc* PmuDescription::findEvent(std::string_view name) const {
 RegMask PmuDescription::pmdsOfPmc(unsigned index) const {
   RegMask m = 0;
   for (const auto& d : pmds)
-    if (d.ctl_pmc == index) m |= regBit(d.index);
+    if (d.ctl_pmc == index && d.index < kMaxRegIndex) m |= regBit(d.index);
   return m;
 }
 
@@ -119,7 +120,7 @@ std::vector<std::string> PmuDescription::validate() const {
     if (e.counters == 0) fail(fmt::format("event {}: no counter can count it", e.name));
     if (e.counters & ~pmdMask()) fail(fmt::format("event {}: names counters that do not exist", e.name));
     for (const auto& d : pmds)
-      if ((e.counters & regBit(d.index)) && d.isFixed() && d.fixed_code != e.code)
+      if (d.index < kMaxRegIndex && (e.counters & regBit(d.index)) && d.isFixed() && d.fixed_code != e.code)
         fail(fmt::format("event {}: fixed pmd{} counts another event", e.name, d.index));
     if (findEvent(e.name) != &e) fail(fmt::format("event {}: listed twice", e.name));
   }

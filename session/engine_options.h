@@ -10,6 +10,12 @@ struct EngineOptions {
   unsigned max_sets = 64;               // sets per session
   unsigned max_messages = 64;           // queued messages per session
   std::uint64_t tick_ns = 1'000'000;    // real clock: timer period; timeouts round up to it
+  // Overflow interrupts a session may take: a burst, refilled by one every
+  // overflow_refill_ns of target time (100 000 per second, perf's default
+  // sample rate). Beyond it the session is masked, so that a tiny sampling
+  // period cannot keep the daemon replaying interrupts for one user.
+  std::uint64_t overflow_burst = 1'000'000;
+  std::uint64_t overflow_refill_ns = 10'000;
 };
 
 }  // namespace pfmfs::session

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include <fmt/format.h>
+
 #include "pmu/host_info.h"
 #include "session/engine.h"
 
@@ -171,6 +173,8 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   state_ = State::Loaded;
   ever_loaded_ = true;
   exited_ = false;
+  ovfl_tokens_ = engine_.options().overflow_burst;
+  ovfl_tokens_at_ = 0;
   active_set_ = first;
   set_chosen_ = set_chosen_ || set.has_value();
   // Nothing is known of what the hardware holds until the engine writes it.
@@ -188,7 +192,7 @@ Status Session::unload() {
 }
 
 void Session::unloadLocked(bool exited) {
-  catchUp();
+  catchUpTo(pmu_->timeNs());
   if (counting() && !interrupts_) sampleActive();
   if (counting()) foldActive();
   pmu_->disable();
@@ -494,9 +498,7 @@ void Session::advanceBy(std::uint64_t ns) {
 
 void Session::tick() {
   Op op(*this);
-  if (!counting()) return;
-  catchUp();
-  if (loaded() && pmu_->gone()) unloadLocked(true);
+  if (counting()) catchUp();
 }
 
 void Session::overflowPending() {
@@ -507,7 +509,11 @@ void Session::overflowPending() {
 // ---- time, overflows, switching ---------------------------------------------------
 
 void Session::catchUp() {
-  if (loaded()) catchUpTo(pmu_->timeNs());
+  if (!loaded()) return;
+  catchUpTo(pmu_->timeNs());
+  // A backend that notices its target is gone (the sim's real clock reading a
+  // reaped thread's CPU time) unloads the session whatever its state.
+  if (loaded() && pmu_->gone()) unloadLocked(true);
 }
 
 // Moves the target to t_end one event at a time: the next set switch, the next
@@ -555,6 +561,25 @@ void Session::drainOverflows() {
   }
 }
 
+bool Session::takeOverflowToken() {
+  const EngineOptions& opt = engine_.options();
+  if (opt.overflow_refill_ns && counted_to_ > ovfl_tokens_at_) {
+    std::uint64_t earned = (counted_to_ - ovfl_tokens_at_) / opt.overflow_refill_ns;
+    ovfl_tokens_ = std::min(opt.overflow_burst, saturatingAdd(ovfl_tokens_, earned));
+    ovfl_tokens_at_ += earned * opt.overflow_refill_ns;
+  }
+  if (ovfl_tokens_ == 0) return false;
+  --ovfl_tokens_;
+  return true;
+}
+
+void Session::mask() {
+  foldActive();
+  pmu_->disable();
+  state_ = State::Masked;
+  engine_.noTicks(this);
+}
+
 // A counter wrapped at 2^width: the software bits grow by 2^width. A wrap of
 // the 64-bit value (or any wrap under no_emul64) is a user-visible overflow.
 void Session::handleHwOverflow(const pmu::HwOverflow& o) {
@@ -575,7 +600,19 @@ void Session::handleHwOverflow(const pmu::HwOverflow& o) {
     p.value = upper | (p.value & mask);
     if (upper == 0) user |= bit;
   }
-  if (user) handleUserOverflow(user, o);
+  if (!user) return;
+  if (!takeOverflowToken()) {
+    // The carries above keep the counts right; only the overflow processing
+    // (messages, resets, switches) stops until restart.
+    pending_resets_ = 0;
+    mask();
+    error_ = fmt::format(
+        "overflow storm: over {} overflows at more than one per {} ns of target time; "
+        "monitoring is masked: lengthen the sampling periods, then restart",
+        engine_.options().overflow_burst, engine_.options().overflow_refill_ns);
+    return;
+  }
+  handleUserOverflow(user, o);
 }
 
 void Session::handleUserOverflow(RegMask pmds, const pmu::HwOverflow& o) {
@@ -595,10 +632,7 @@ void Session::handleUserOverflow(RegMask pmds, const pmu::HwOverflow& o) {
     // Mask: counting stops here and the resets wait for restart.
     pending_set_ = s.id();
     pending_resets_ = resets;
-    foldActive();
-    pmu_->disable();
-    state_ = State::Masked;
-    engine_.noTicks(this);
+    mask();
     if (flags_.notify_block && mode_ == Mode::Thread) {
       pmu_->hold(true);
       held_ = true;

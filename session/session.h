@@ -154,6 +154,8 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void catchUpTo(std::uint64_t t_end);
   void accountTo(std::uint64_t t);
   void drainOverflows();
+  bool takeOverflowToken();           // false: the session has used up its overflow budget
+  void mask();                        // stop counting until restart
   void handleHwOverflow(const pmu::HwOverflow& o);
   void handleUserOverflow(pmu::RegMask pmds, const pmu::HwOverflow& o);
   void sampleActive();                // no-interrupt backends: catch wraps
@@ -202,6 +204,8 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::uint64_t set_elapsed_ = 0;       // counting time of the active set in this activation
   std::uint64_t last_sample_ = 0;       // no-interrupt backends
   bool held_ = false;                   // notify_block: target held until restart
+  std::uint64_t ovfl_tokens_ = 0;       // overflow interrupts left in the budget
+  std::uint64_t ovfl_tokens_at_ = 0;    // target time of the last refill
   std::uint16_t pending_set_ = 0;       // masked: the set whose PMDs restart resets
   pmu::RegMask pending_resets_ = 0;
 

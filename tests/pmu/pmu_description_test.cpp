@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <string>
@@ -50,15 +51,30 @@ class Defects : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_THAT(d.validate(), IsEmpty()); }
 
-  // validate() reports at least one line, and one of them contains every
-  // word of `words`.
+  // validate() reports at least one line, and one of them names every
+  // element of `words` (ignoring case): the register or event at fault.
   void expectReported(std::vector<std::string> words) {
     auto bad = d.validate();
     ASSERT_FALSE(bad.empty()) << "defect not reported";
+    auto lower = [](std::string t) {
+      for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return t;
+    };
+    // Whole words only: "pmd1" is not in "pmd16".
+    auto hasWord = [&lower](const std::string& line, const std::string& word) {
+      const std::string l = lower(line), w = lower(word);
+      auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+      for (std::size_t at = l.find(w); at != std::string::npos; at = l.find(w, at + 1)) {
+        bool starts = at == 0 || !alnum(l[at - 1]) || !alnum(w.front());
+        bool ends = at + w.size() == l.size() || !alnum(l[at + w.size()]) || !alnum(w.back());
+        if (starts && ends) return true;
+      }
+      return false;
+    };
     bool found = false;
     for (const auto& line : bad) {
       bool all = true;
-      for (const auto& w : words) all = all && line.find(w) != std::string::npos;
+      for (const auto& w : words) all = all && hasWord(line, w);
       found = found || all;
     }
     EXPECT_TRUE(found) << "no line names " << ::testing::PrintToString(words) << " in:\n" << joined(bad);
@@ -100,41 +116,41 @@ TEST(PmuDescriptionValidate, EmptyEventTableIsSound) {
 
 TEST_F(Defects, DuplicateEvent) {
   d.events.push_back(d.events[1]);
-  expectReported({"INSTRUCTION_RETIRED", "twice"});
+  expectReported({"INSTRUCTION_RETIRED"});
 }
 
 TEST_F(Defects, DuplicateEventNameWithAnotherCode) {
   d.events.push_back(EventDesc{"UNHALTED_CORE_CYCLES", 0x77, 0x1, "same name, other code"});
-  expectReported({"UNHALTED_CORE_CYCLES", "twice"});
+  expectReported({"UNHALTED_CORE_CYCLES"});
 }
 
 TEST_F(Defects, EventOnNonexistentGeneralCounter) {
   d.events[3].counters |= regBit(4);  // a 4-counter PMU has pmd0-3
-  expectReported({"LLC_REFERENCES", "do not exist"});
+  expectReported({"LLC_REFERENCES"});
 }
 
 TEST_F(Defects, EventOnNonexistentFixedCounter) {
   d.events[3].counters = regBit(19);
-  expectReported({"LLC_REFERENCES", "do not exist"});
+  expectReported({"LLC_REFERENCES"});
 }
 
 TEST_F(Defects, EventWithNoCounter) {
   d.events[4].counters = 0;
-  expectReported({"LLC_MISSES", "no counter"});
+  expectReported({"LLC_MISSES"});
 }
 
 TEST_F(Defects, EventWithoutName) {
   d.events.push_back(EventDesc{"", 0x55, 1, "nameless"});
-  expectReported({"no name"});
+  expectReported({"name"});
 }
 
 TEST_F(Defects, EventNameNotUpperCase) {
   d.events.push_back(EventDesc{"lower_case", 0x55, 1, ""});
-  expectReported({"lower_case", "[A-Z0-9_]"});
+  expectReported({"lower_case"});
   d.events.back().name = "WITH SPACE";
-  expectReported({"WITH SPACE", "[A-Z0-9_]"});
+  expectReported({"WITH SPACE"});
   d.events.back().name = "WITH:COLON";
-  expectReported({"WITH:COLON", "[A-Z0-9_]"});
+  expectReported({"WITH:COLON"});
 }
 
 TEST_F(Defects, FixedCounterListedForTheWrongEvent) {
@@ -150,14 +166,14 @@ TEST_F(Defects, FixedCounterListedForANonArchitecturalEvent) {
 
 TEST_F(Defects, OverlappingFields) {
   d.pmds[4].field_mask |= 0xf0;  // pmd17 (FIXED_CTR1) owns 0xf0; give pmd16 those bits too
-  expectReported({"pmd16", "overlaps pmd17"});
-  expectReported({"pmd17", "overlaps pmd16"});
+  expectReported({"pmd16", "pmd17"});
+  expectReported({"pmd17", "pmd16"});
 }
 
 TEST_F(Defects, OverlappingFieldsOfGeneralCounterSharingAPmc) {
   d.pmds[1].ctl_pmc = 0;  // pmd1 configured by PERFEVTSEL0 like pmd0: whole-register fields overlap
-  expectReported({"pmd1", "overlaps pmd0"});
-  expectReported({"pmc1", "no counter"});  // and PERFEVTSEL1 is left configuring nothing
+  expectReported({"pmd1", "pmd0"});
+  expectReported({"pmc1"});  // and PERFEVTSEL1 is left configuring nothing
 }
 
 TEST_F(Defects, PmdControlledByMissingPmc) {
@@ -177,12 +193,12 @@ TEST_F(Defects, DefaultValueOfFixedControlSettingReservedBits) {
 
 TEST_F(Defects, WidthZero) {
   d.pmds[0].width = 0;
-  expectReported({"pmd0", "width 0"});
+  expectReported({"pmd0", "width"});
 }
 
 TEST_F(Defects, Width65) {
   d.pmds[6].width = 65;
-  expectReported({"pmd18", "width 65"});
+  expectReported({"pmd18", "65"});
 }
 
 TEST_F(Defects, Width1And64AreFine) {
@@ -193,17 +209,17 @@ TEST_F(Defects, Width1And64AreFine) {
 
 TEST_F(Defects, PmcIndicesOutOfOrder) {
   std::swap(d.pmcs[0], d.pmcs[1]);
-  expectReported({"pmc0", "order"});
+  expectReported({"pmc0"});
 }
 
 TEST_F(Defects, PmdIndicesOutOfOrder) {
   std::swap(d.pmds[3], d.pmds[4]);  // pmd16 before pmd3
-  expectReported({"pmd3", "order"});
+  expectReported({"pmd3"});
 }
 
 TEST_F(Defects, DuplicatePmdIndex) {
   d.pmds[1].index = 0;
-  expectReported({"pmd0", "order"});
+  expectReported({"pmd0"});
 }
 
 TEST_F(Defects, RegisterIndexTooLarge) {
@@ -211,15 +227,15 @@ TEST_F(Defects, RegisterIndexTooLarge) {
   p.index = 64;
   p.field_mask = 0;
   d.pmds.push_back(p);
-  expectReported({"pmd64", "64"});
+  expectReported({"pmd64"});
 }
 
 TEST_F(Defects, RegisterWithoutName) {
   d.pmcs[2].name.clear();
-  expectReported({"pmc2", "no name"});
+  expectReported({"pmc2"});
   d.pmcs[2].name = "PERFEVTSEL2";
   d.pmds[2].name.clear();
-  expectReported({"pmd2", "no name"});
+  expectReported({"pmd2"});
 }
 
 TEST_F(Defects, NoModel) {
@@ -229,20 +245,20 @@ TEST_F(Defects, NoModel) {
 
 TEST_F(Defects, NoRegisters) {
   d.pmcs.clear();
-  expectReported({"no PMC"});
+  expectReported({"pmc"});
   d = archDesc();
   d.pmds.clear();
-  expectReported({"no PMD"});
+  expectReported({"pmd"});
 }
 
 TEST_F(Defects, PmcConfiguresNoCounter) {
   d.pmcs.push_back(PmcDesc{20, "EXTRA", 0x999, 0, 0});
-  expectReported({"pmc20", "no counter"});
+  expectReported({"pmc20"});
 }
 
 TEST_F(Defects, EmptyField) {
   d.pmds[0].field_mask = 0;
-  expectReported({"pmd0", "empty field"});
+  expectReported({"pmd0"});
 }
 
 TEST_F(Defects, FieldOverlapsReservedBits) {
@@ -252,20 +268,20 @@ TEST_F(Defects, FieldOverlapsReservedBits) {
 
 TEST_F(Defects, ControlBitOutsideField) {
   d.pmds[4].int_bits = intel::fixedctl::field(1, intel::fixedctl::kPmi);  // pmd16 using pmd17's PMI bit
-  expectReported({"pmd16", "outside its field"});
+  expectReported({"pmd16"});
 }
 
 TEST_F(Defects, PrivilegeBits) {
   d.pmds[0].os_bits = 0;
-  expectReported({"pmd0", "privilege"});
+  expectReported({"pmd0"});
   d = archDesc();
   d.pmds[0].os_bits = d.pmds[0].usr_bits;
-  expectReported({"pmd0", "privilege"});
+  expectReported({"pmd0"});
 }
 
 TEST_F(Defects, NoInterruptBit) {
   d.pmds[3].int_bits = 0;
-  expectReported({"pmd3", "interrupt"});
+  expectReported({"pmd3"});
 }
 
 TEST_F(Defects, SoundAfterEachDefectIsUndone) {

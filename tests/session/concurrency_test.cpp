@@ -275,9 +275,17 @@ void checkAny(Session& s, unsigned max_messages) {
 // One random operation on the engine or a churn session.
 class Storm {
  public:
+  // PMDs written near the 64-bit wrap overflow after min_period events or
+  // more: the sim replays every overflow, so tiny periods on a real-clock
+  // target would only measure how far the replay falls behind the CPU.
   Storm(SimEngine& e, Tally& t, std::vector<pid_t> load_tids, std::vector<std::shared_ptr<Session>> stable,
-        unsigned churn_names)
-      : e_(e), t_(t), tids_(std::move(load_tids)), stable_(std::move(stable)), churn_(churn_names) {}
+        unsigned churn_names, std::uint64_t min_period)
+      : e_(e),
+        t_(t),
+        tids_(std::move(load_tids)),
+        stable_(std::move(stable)),
+        churn_(churn_names),
+        min_period_(min_period) {}
 
   std::atomic<std::uint64_t> advanced{0};
 
@@ -333,9 +341,10 @@ class Storm {
       case 8: {
         PmdWrite w;
         w.index = static_cast<unsigned>(pick(4));
-        w.value = pick(2) ? ~std::uint64_t{0} - pick(100'000) : pick(1'000'000);
-        if (pick(2)) w.short_reset = ~std::uint64_t{0} - pick(100'000);
-        if (pick(2)) w.long_reset = ~std::uint64_t{0} - pick(100'000);
+        auto period = [&] { return 0 - (min_period_ + pick(100'000)); };  // -P: overflows after P events
+        w.value = pick(2) ? period() : pick(1'000'000);
+        if (pick(2)) w.short_reset = period();
+        if (pick(2)) w.long_reset = period();
         if (pick(3) == 0) w.notify = pick(3) != 0;
         if (pick(4) == 0) w.reset_pmds = pick(16);
         if (pick(8) == 0) {
@@ -380,11 +389,9 @@ class Storm {
       case 23: t_.note("createSet", s->createSet(1)); break;
       case 24: t_.note("deleteSet", s->deleteSet(1)); break;
       case 25: {
-        // Set 0 never gets a time switch here: a lone set with one makes the
-        // engine spin (see Liveness.LoneSetWithTimeSwitch*), which would stop
-        // the storm from testing anything else.
+        // Lone sets with a time switch included (Liveness.LoneSetWithTimeSwitch*).
         SwitchSpec sw = pick(3) == 0 ? SwitchSpec{false, 0, true} : timeSwitch(1 + pick(100'000));
-        t_.note("setSwitch", s->setSwitch(pick(2) ? 1 : 2, sw));
+        t_.note("setSwitch", s->setSwitch(set, sw));
         break;
       }
       case 26: {
@@ -404,6 +411,7 @@ class Storm {
   std::vector<pid_t> tids_;
   std::vector<std::shared_ptr<Session>> stable_;
   unsigned churn_;
+  std::uint64_t min_period_;
 };
 
 // Runs `threads` workers of the storm for `how_long`; the first `advancers`
@@ -451,6 +459,8 @@ TEST(Liveness, LoneSetWithTimeSwitchManualClock) {
         if (!e.engine().advanceManualClock(10'500).ok()) return 15;  // hangs here if the engine spins
         auto i = s->setInfo(0);
         if (!i.ok() || i->duration_ns != 10'500) return 16;
+        // Each timeout (1000 ... 10000 ns) "switches" to the set itself: a new activation.
+        if (i->runs != 11 || i->timeout_ns != 500) return 19;
         auto c = s->counts();
         if (c.size() != 1 || c[0].value != 31'500 || c[0].enabled_ns != 10'500) return 17;
         if (s->state().state != State::Active) return 18;
@@ -482,6 +492,8 @@ TEST(Liveness, LoneSetWithOverflowSwitchManualClock) {
         if (!e.engine().advanceManualClock(10'500).ok()) return 16;
         auto i = s->setInfo(0);
         if (!i.ok() || i->duration_ns != 10'500) return 17;
+        // Each overflow exhausts switch_cnt=1: a switch to itself, a new activation that reloads it.
+        if (i->runs != 11 || i->ovfl_pmds != 1) return 19;
         // Ten silent overflows at 1000 ns each; 500 ns past the last reset.
         auto v = s->readPmd(0, 0);
         if (!v.ok() || v->value != ~std::uint64_t{0} - 2999 + 1500) return 18;
@@ -506,7 +518,7 @@ TEST(Concurrency, ManualClockStorm) {
   auto s1 = makeStable(e, "stable1", q1.tid(), kSwitch);
   ASSERT_TRUE(s0 && s1);
   Tally tally;
-  Storm storm(e, tally, {p0.tid(), p1.tid(), p2.tid()}, {s0, s1}, 6);
+  Storm storm(e, tally, {p0.tid(), p1.tid(), p2.tid()}, {s0, s1}, 6, 100);
   runStorm(storm, 10, 2, 1500ms);
 
   report(tally);
@@ -625,7 +637,7 @@ TEST(Concurrency, RealClockStorm) {
   Watchdog dog(60s);
   SimConfig cfg;
   cfg.clock = pmu::ClockKind::Real;
-  cfg.width = 16;
+  cfg.width = 24;  // a wrap every 5.6 ms of cycles: emulation at work, at a rate any build keeps up with
   cfg.engine.tick_ns = kMs;
   cfg.engine.max_messages = 8;
   SimEngine e(cfg);
@@ -636,7 +648,7 @@ TEST(Concurrency, RealClockStorm) {
   auto s1 = makeStable(e, "stable1", b1.tid(), kSwitch);
   ASSERT_TRUE(s0 && s1);
   Tally tally;
-  Storm storm(e, tally, {p0.tid(), b2.tid(), b0.tid()}, {s0, s1}, 4);
+  Storm storm(e, tally, {p0.tid(), b2.tid(), b0.tid()}, {s0, s1}, 4, 3 * kMs);  // >= 1 ms of cycles
   runStorm(storm, 8, 0, 1000ms);
 
   report(tally);
@@ -670,9 +682,9 @@ TEST(Concurrency, RealClockLoadUnloadAndDestroyAgainstTheTimer) {
           case 1: tally.note("destroy", e.engine().destroySession(name)); break;
           case 2:
             if (s) {
-              // Two sets; only set 1 switches on time (a lone set with a time
-              // switch hangs the engine: Liveness.LoneSetWithTimeSwitch*).
-              (void)s->createSet(1);
+              // One or two sets switching on time, lone sets included.
+              if (rng() % 2) (void)s->createSet(1);
+              (void)s->setSwitch(0, timeSwitch(kMs));
               (void)s->setSwitch(1, timeSwitch(kMs));
               (void)s->writePmc(Caller::root(), 0, PmcWrite{0, kCycles, false});
               (void)s->writePmc(Caller::root(), 1, PmcWrite{0, kCycles, false});

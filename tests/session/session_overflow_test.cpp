@@ -961,3 +961,39 @@ INSTANTIATE_TEST_SUITE_P(Widths, SixtyFourBitTest, ::testing::Values(16u, 32u, 4
                          [](const auto& param_info) { return "W" + std::to_string(param_info.param); });
 
 }  // namespace
+
+namespace {
+
+// An overflow storm: a sampling period far too short for the overflow budget.
+// The session is masked with a reason, its counts stay exact, and a longer
+// period plus restart resumes it.
+TEST(OverflowStorm, MasksTheSessionAndKeepsCountsExact) {
+  SimConfig c;
+  c.engine.overflow_burst = 5;          // five overflows up front,
+  c.engine.overflow_refill_ns = 1000;   // then one per microsecond of target time
+  Rig r(c);
+  r.pmc(0, 0, kCycles);
+  r.period(0, 0, 30, 30, std::nullopt, false);  // 3/ns: an overflow every 10 ns
+  r.loadAndStart();
+
+  // Overflows at 10..50 ns use the five tokens; the one at 60 ns finds none.
+  r.advance(100);
+  StateInfo st = r.s().state();
+  EXPECT_EQ(st.state, State::Masked);
+  EXPECT_NE(r.s().error().find("overflow storm"), std::string::npos) << r.s().error();
+  EXPECT_EQ(st.queued, 0u);
+  EXPECT_EQ(r.read(0, 0), 0u);  // wrapped at 60 ns, not reset, not counting since
+  std::vector<CountLine> counts = r.s().counts();
+  ASSERT_EQ(counts.size(), 1u);
+  EXPECT_EQ(counts[0].enabled_ns, 60u);
+
+  // A sane period and restart: one overflow per microsecond earns its token.
+  r.period(0, 0, 3000, 3000, std::nullopt, false);
+  r.restart();
+  r.advance(10'000);
+  EXPECT_EQ(r.s().state().state, State::Active) << r.s().error();
+  EXPECT_EQ(r.read(0, 0), neg(3000));  // reset at the tenth overflow, exactly now
+  EXPECT_EQ(r.s().counts()[0].enabled_ns, 10'060u);
+}
+
+}  // namespace
