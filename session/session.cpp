@@ -258,6 +258,7 @@ void Session::startCounting() {
 
 void Session::stopCounting() {
   catchUp();
+  if (!loaded()) return;  // the target turned out to be gone: unloaded already
   if (counting() && !interrupts_) sampleActive();
   if (counting()) {
     foldActive();
@@ -396,7 +397,7 @@ Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
 std::uint64_t Session::liveValue(const EventSet& set, std::size_t slot) {
   const PmdState& p = set.pmd(slot);
   const pmu::PmdDesc& d = desc_.pmds[slot];
-  if (!onHardware() || set.id() != active_set_ || !(set.usedPmds() & regBit(d.index))) return p.value;
+  if (!counting() || set.id() != active_set_ || !(set.usedPmds() & regBit(d.index))) return p.value;
   std::uint64_t mask = d.widthMask();
   return (p.value & ~mask) | (pmu_->readPmd(d.index) & mask);
 }
@@ -661,7 +662,7 @@ std::uint64_t Session::resetValue(const PmdState& p, bool long_reset) {
 }
 
 void Session::resetPmds(EventSet& set, RegMask pmds, bool long_reset) {
-  bool live = onHardware() && set.id() == active_set_;
+  bool live = counting() && set.id() == active_set_;
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(pmds & regBit(d.index))) continue;

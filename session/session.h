@@ -145,7 +145,6 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Status fail(Error e);
   bool loaded() const { return state_ != State::Unloaded; }
   bool counting() const { return state_ == State::Active; }
-  bool onHardware() const { return counting(); }
   EventSet& activeSet();
   std::uint64_t effectiveTimeout(const SwitchSpec& s) const;
 

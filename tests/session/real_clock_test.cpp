@@ -622,5 +622,29 @@ TEST(RealClock, DestroyAndEngineShutdownWhileActive) {
   w2.wait();
 }
 
+// A stop that finds the thread gone (before any tick noticed) unloads the
+// session and does not leave it half loaded.
+TEST(RealClock, StopAfterThreadExitUnloads) {
+  SimConfig c = realConfig();
+  c.engine.tick_ns = 10'000'000'000ull;  // no tick during the test: stop() is first to look
+  SimEngine e(c);
+  auto w = std::make_unique<Worker>();
+  auto s = e.newSession();
+  ASSERT_TRUE(s);
+  ASSERT_OK(s->writePmc(Caller::root(), 0, PmcWrite{0, kCycles, false}));
+  ASSERT_OK(s->load(Caller::root(), w->tid()));
+  ASSERT_OK(s->start());
+  w->run([] { burnCpu(5 * kMs); });
+  w->exitAndJoin();
+  ASSERT_OK(s->stop());
+  auto st = s->state();
+  EXPECT_EQ(st.state, State::Unloaded);
+  EXPECT_TRUE(st.exited);
+  EXPECT_EQ(st.queued, 1u);
+  // The counts stay readable. (They stand as of the last look at the thread's
+  // CPU time, here the start: a reaped thread's CPU time cannot be read.)
+  EXPECT_EQ(s->counts().size(), 1u);
+}
+
 }  // namespace
 }  // namespace pfmfs::testing
