@@ -562,5 +562,43 @@ TEST(SimBackendReal, AttachToAnExitedThreadIsEsrch) {
   EXPECT_EQ(t.code(), -ESRCH);
 }
 
+// --sim-events=FILE: a file replaces the event table; a missing or malformed
+// file is refused with its reason.
+TEST(SimEventsFile, ReadsAParsesAndRefuses) {
+  char dir[] = "/tmp/pfmfs-sim-events-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string good = std::string(dir) + "/good", bad = std::string(dir) + "/bad";
+  std::ofstream(good) << "# two events\n"
+                         "name=SLOW code=0x01f1 rate=0.5 desc=\"half an event per ns\"\n"
+                         "name=KERNEL_WORK code=0x02f1 rate=1 ring=kernel\n";
+  std::ofstream(bad) << "name=SLOW code=0x01f1 rate=fast\n";
+
+  auto events = readEventsFile(good, 4);
+  ASSERT_TRUE(events.ok()) << events.error().reason;
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].desc.name, "SLOW");
+  EXPECT_EQ((*events)[0].rate.count(1000), 500u);
+  EXPECT_EQ((*events)[1].ring, Ring::Kernel);
+
+  SimOptions o;
+  o.clock = ClockKind::Manual;
+  o.events = *events;
+  auto b = SimBackend::create(o);
+  ASSERT_TRUE(b.ok()) << b.error().reason;
+  EXPECT_NE((*b)->description().findEvent("KERNEL_WORK"), nullptr);
+  EXPECT_EQ((*b)->description().findEvent("INSTRUCTION_RETIRED"), nullptr);
+
+  auto missing = readEventsFile(std::string(dir) + "/none", 4);
+  EXPECT_EQ(missing.code(), -ENOENT);
+  auto malformed = readEventsFile(bad, 4);
+  EXPECT_EQ(malformed.code(), -EINVAL);
+  EXPECT_NE(malformed.error().reason.find("line 1"), std::string::npos) << malformed.error().reason;
+  EXPECT_NE(malformed.error().reason.find(bad), std::string::npos) << malformed.error().reason;
+
+  ::unlink(good.c_str());
+  ::unlink(bad.c_str());
+  ::rmdir(dir);
+}
+
 }  // namespace
 }  // namespace pfmfs::pmu::sim
