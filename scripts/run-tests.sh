@@ -38,7 +38,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 # kernel's mmap randomisation.
 setup build-tsan -Db_sanitize=thread
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  run build-tsan --suite unit --wrapper "setarch $(uname -m) -R"
+  run build-tsan --suite unit --wrapper "setarch $(uname -m) -R" --logbase testlog
 
 python3 - build build-asan build-tsan <<'PY' || status=1
 import json, os, sys
