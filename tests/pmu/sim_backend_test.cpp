@@ -19,27 +19,16 @@
 
 #include "pmu/host_info.h"
 #include "pmu/intel_arch_perfmon.h"
+#include "tests/support/cpu_time.h"
 
 namespace pfmfs::pmu::sim {
 namespace {
 
 using namespace std::chrono_literals;
+using pfmfs::testing::burnCpu;
+using pfmfs::testing::nowNs;
 
 pid_t gettidNow() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
-
-std::uint64_t nowNs(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-// Spins until this thread has used `ns` more CPU time.
-void burnCpu(std::uint64_t ns) {
-  const std::uint64_t end = nowNs(CLOCK_THREAD_CPUTIME_ID) + ns;
-  volatile std::uint64_t sink = 0;
-  while (nowNs(CLOCK_THREAD_CPUTIME_ID) < end)
-    for (int i = 0; i < 1000; ++i) sink = sink + static_cast<std::uint64_t>(i);
-}
 
 std::unique_ptr<SimBackend> make(ClockKind clock, unsigned counters = 4, unsigned width = 48,
                                  bool interrupts = true) {

@@ -31,6 +31,7 @@
 
 #include "session/engine.h"
 #include "session/session.h"
+#include "tests/support/run_in_child.h"
 #include "tests/support/sim_fixture.h"
 
 namespace pfmfs::testing {
@@ -118,27 +119,6 @@ class Target {
   std::atomic<bool> quit_{false};
   std::thread thread_;
 };
-
-// Runs `body` in a forked child and waits at most `limit` for it: a hang
-// (a spinning or deadlocked engine) becomes a failure instead of a stuck
-// suite. Returns the child's exit status, or -1 if it had to be killed. Only
-// call it while this process runs no other thread.
-int runInChild(const std::function<int()>& body, std::chrono::milliseconds limit) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) return -2;
-  if (pid == 0) ::_exit(body());
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(5ms);
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  return -1;
-}
 
 // Errors a racing operation may legitimately get.
 bool expectedError(int code) {

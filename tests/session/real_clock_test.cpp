@@ -25,6 +25,8 @@
 
 #include "session/engine.h"
 #include "session/session.h"
+#include "tests/support/cpu_time.h"
+#include "tests/support/run_in_child.h"
 #include "tests/support/sim_fixture.h"
 
 namespace pfmfs::testing {
@@ -38,19 +40,6 @@ using session::State;
 using session::SwitchSpec;
 
 constexpr std::uint64_t kMs = 1'000'000;
-
-std::uint64_t nowNs(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-void burnCpu(std::uint64_t ns) {
-  const std::uint64_t end = nowNs(CLOCK_THREAD_CPUTIME_ID) + ns;
-  volatile std::uint64_t sink = 0;
-  while (nowNs(CLOCK_THREAD_CPUTIME_ID) < end)
-    for (int i = 0; i < 1000; ++i) sink = sink + static_cast<std::uint64_t>(i);
-}
 
 // A thread to monitor: blocked (no CPU time) between jobs.
 class Worker {
@@ -115,25 +104,6 @@ class Worker {
   bool quit_ = false;
   std::thread thread_;
 };
-
-// Runs `body` in a forked child and waits at most `limit` for it, so that an
-// engine that hangs fails the test instead of the suite. The exit status, or
-// -1 if the child had to be killed. Only while this process runs no other thread.
-int runInChild(const std::function<int()>& body, std::chrono::milliseconds limit) {
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) return -2;
-  if (pid == 0) ::_exit(body());
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(5ms);
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  return -1;
-}
 
 SimConfig realConfig(unsigned width = 48, bool interrupts = true) {
   SimConfig c;
