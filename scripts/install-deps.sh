@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   meson ninja-build g++ pkg-config python3
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libfuse3-dev fuse3 libcap-ng-dev
+  passwd util-linux procps
 )
 
 missing=()

@@ -22,4 +22,13 @@ std::vector<Message> MessageQueue::take(std::size_t max) {
   return out;
 }
 
+std::vector<Message> MessageQueue::takeWhile(const std::function<bool(const Message&)>& accept) {
+  std::vector<Message> out;
+  while (!q_.empty() && accept(q_.front())) {
+    out.push_back(q_.front());
+    q_.pop_front();
+  }
+  return out;
+}
+
 }  // namespace pfmfs::session

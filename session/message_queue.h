@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "session/message.h"
@@ -18,6 +19,9 @@ class MessageQueue {
   bool push(Message m);
   // Removes and returns up to `max` messages, oldest first.
   std::vector<Message> take(std::size_t max);
+  // Removes and returns messages, oldest first, while `accept` says yes to
+  // the next one: how a reader fills a buffer with whole lines only.
+  std::vector<Message> takeWhile(const std::function<bool(const Message&)>& accept);
   std::size_t size() const { return q_.size(); }
   bool empty() const { return q_.empty(); }
   std::uint64_t lost() const { return lost_; }

@@ -78,6 +78,11 @@ Status Session::fail(Error e) {
   return Status(std::move(e));
 }
 
+Status Session::refuse(Error e) {
+  Op op(*this);
+  return fail(std::move(e));
+}
+
 EventSet* Session::findSet(unsigned id) {
   if (id > 0xffff) return nullptr;
   auto it = sets_.find(static_cast<std::uint16_t>(id));
@@ -478,6 +483,11 @@ std::vector<CountLine> Session::counts() {
 std::vector<Message> Session::takeMessages(std::size_t max) {
   Op op(*this);
   return messages_.take(max);
+}
+
+std::vector<Message> Session::takeMessagesWhile(const std::function<bool(const Message&)>& accept) {
+  Op op(*this);
+  return messages_.takeWhile(accept);
 }
 
 std::size_t Session::queuedMessages() const {

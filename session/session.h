@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -122,10 +123,14 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
 
   StateInfo state();
   std::string error() const;  // the reason of the last failure, "" if none
+  // A failure found above the engine (a write that does not parse): recorded
+  // in error() like the engine's own, and returned.
+  Status refuse(Error e);
   std::vector<CountLine> counts();
 
   // Messages: take removes what it returns.
   std::vector<Message> takeMessages(std::size_t max);
+  std::vector<Message> takeMessagesWhile(const std::function<bool(const Message&)>& accept);
   std::size_t queuedMessages() const;
 
   // Engine hooks.

@@ -1,0 +1,59 @@
+// Capability handling with libcap-ng (see capabilities.h).
+#include "fs/capabilities.h"
+
+#include <cap-ng.h>
+#include <sys/types.h>
+
+#include <cerrno>
+#include <fstream>
+#include <string>
+
+namespace pfmfs::fs {
+
+std::vector<int> capabilitiesNeeded(const std::string& backend) {
+  // The sim backend reads only world-readable /proc files. Unmounting is done
+  // by fusermount3's auto_unmount helper, not by us, so not even
+  // CAP_SYS_ADMIN stays.
+  if (backend == "sim") return {};
+  return {};
+}
+
+Status dropCapabilities(const std::vector<int>& keep, const std::vector<int>& dormant) {
+  capng_get_caps_process();
+  // Changing the bounding set needs CAP_SETPCAP; without it (a daemon started
+  // by a plain user) dropping the capability sets is all there is to do.
+  capng_select_t select = capng_have_capability(CAPNG_EFFECTIVE, CAP_SETPCAP) ? CAPNG_SELECT_BOTH : CAPNG_SELECT_CAPS;
+  bool had_admin = capng_have_capability(CAPNG_PERMITTED, CAP_SYS_ADMIN);
+  capng_clear(CAPNG_SELECT_BOTH);
+  for (int cap : keep) {
+    if (capng_update(CAPNG_ADD, static_cast<capng_type_t>(CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET), cap) != 0)
+      return err(EINVAL, "capability {} cannot be kept", cap);
+  }
+  for (int cap : dormant) {
+    if (cap == CAP_SYS_ADMIN && !had_admin) continue;  // a plain user's daemon: fusermount3 unmounts
+    if (capng_update(CAPNG_ADD, static_cast<capng_type_t>(CAPNG_PERMITTED | CAPNG_BOUNDING_SET), cap) != 0)
+      return err(EINVAL, "capability {} cannot be kept", cap);
+  }
+  if (int rc = capng_apply(select); rc != 0) return err(EPERM, "libcap-ng could not drop capabilities (error {})", rc);
+  return {};
+}
+
+bool raiseCapability(int cap) {
+  capng_get_caps_process();
+  if (!capng_have_capability(CAPNG_PERMITTED, static_cast<unsigned>(cap))) return false;
+  if (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE, static_cast<unsigned>(cap)) != 0) return false;
+  return capng_apply(CAPNG_SELECT_CAPS) == 0;
+}
+
+bool processHasCapability(pid_t pid, int cap) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+    return cap >= 0 && cap < 64 && ((mask >> cap) & 1ULL) != 0;
+  }
+  return false;
+}
+
+}  // namespace pfmfs::fs

@@ -1,0 +1,99 @@
+// The pfmfs tree (SPEC §2) as libfuse low-level operations over the engine.
+// Each operation finds its node in the inode table, checks who asks, calls
+// the engine, and answers with exactly one reply; engine errors become that
+// reply's errno here and nowhere else.
+//
+// Lock order (a lock may be taken while holding only locks above it):
+//   1. MessageWaiters::mutex_   one session's kept reads and poll handles
+//   2. Session::mutex_          (the engine's, see session/engine.h)
+//   3. leaves: Filesystem::registry_mutex_, InodeTable::mutex_,
+//      ThreadWatcher::mutex_, the engine's leaves
+// No fs lock is held while calling the engine except (1), and the engine
+// calls messagesQueued() with none of its locks held.
+#pragma once
+
+#include <fuse_lowlevel.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fs/inode_table.h"
+#include "fs/thread_watcher.h"
+#include "session/engine.h"
+
+namespace pfmfs::fs {
+
+struct FilesystemConfig {
+  bool allow_kernel = false;          // --allow-kernel: anyone may set the OS bit
+  std::optional<gid_t> system_group;  // --system-group: who may load system-wide
+};
+
+class Filesystem final : public session::SessionObserver {
+ public:
+  Filesystem(session::Engine& engine, FilesystemConfig config);
+  ~Filesystem() override;
+  Filesystem(const Filesystem&) = delete;
+  Filesystem& operator=(const Filesystem&) = delete;
+
+  // The table to give fuse_session_new with `this` as userdata.
+  static const fuse_lowlevel_ops& operations();
+  void attach(fuse_session* se) { se_ = se; }
+  void setWatcher(ThreadWatcher* watcher) { watcher_ = watcher; }
+  // Stops, unloads and destroys every session; answers every kept read.
+  void shutdown();
+  std::size_t sessionCount() const;
+
+  // session::SessionObserver
+  void messagesQueued(session::Session& session) override;
+
+  // What the operations do; public for the trampolines in filesystem.cpp.
+  struct OpenFile;
+  struct OpenDir;
+  void lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void forget(fuse_ino_t ino, std::uint64_t n) { inodes_.forget(ino, n); }
+  void getattr(fuse_req_t req, fuse_ino_t ino);
+  void setattr(fuse_req_t req, fuse_ino_t ino, const struct stat* attr, int to_set);
+  void mkdir(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void rmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void read(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off, fuse_file_info* fi);
+  void write(fuse_req_t req, fuse_ino_t ino, const char* buf, std::size_t size, fuse_file_info* fi);
+  void release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void poll(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, fuse_pollhandle* ph);
+  void opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void readdir(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off, fuse_file_info* fi);
+  void releasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+
+ private:
+  std::optional<Node> makeChild(const Node& parent, std::string_view name);
+  struct stat attrOf(const Node& n) const;
+  bool mayUse(fuse_req_t req, const Node& n) const;  // owner or root, for session nodes
+  session::Caller callerOf(fuse_req_t req, bool for_load) const;
+  Result<std::string> render(const Node& n);
+  Status writeTo(fuse_req_t req, const Node& n, std::string_view text);
+  Status control(fuse_req_t req, SessionEntry& e, std::string_view text);
+  std::shared_ptr<SessionEntry> findEntry(std::string_view name) const;
+  void destroy(const std::shared_ptr<SessionEntry>& e);
+  void replyEntry(fuse_req_t req, const NodePtr& n);
+
+  session::Engine& engine_;
+  const pmu::PmuDescription& desc_;
+  const FilesystemConfig config_;
+  const bool manual_clock_;
+  const struct timespec started_;
+  fuse_session* se_ = nullptr;
+  ThreadWatcher* watcher_ = nullptr;
+  InodeTable inodes_;
+  std::atomic<fuse_ino_t> sessions_ino_{0};  // sessions/, once the kernel looked it up
+
+  mutable std::mutex registry_mutex_;  // a leaf: guards registry_
+  std::map<std::string, std::shared_ptr<SessionEntry>, std::less<>> registry_;
+};
+
+}  // namespace pfmfs::fs

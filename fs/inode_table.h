@@ -1,0 +1,109 @@
+// The inodes the kernel knows: explicit numbers, what each names (a fixed
+// file, a session, a set, a register), and the kernel's lookup count. A node
+// lives while the kernel holds a lookup on it (forget lowers the count) and
+// numbers are never reused, so a stale inode can never name a new object.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "fs/message_waiters.h"
+#include "session/session.h"
+
+namespace pfmfs::fs {
+
+// What the fs keeps for one live session, shared by its inodes and open files.
+struct SessionEntry {
+  explicit SessionEntry(std::shared_ptr<session::Session> s)
+      : session(s), waiters(std::make_shared<MessageWaiters>(std::move(s))) {}
+  std::shared_ptr<session::Session> session;
+  std::shared_ptr<MessageWaiters> waiters;
+  std::atomic<bool> alive{true};         // false once destroyed (rmdir, autoclose, shutdown)
+  std::atomic<unsigned> open_files{0};   // regular files open inside its directory (autoclose)
+  std::atomic<fuse_ino_t> dir_ino{0};    // the session directory's inode, for invalidation
+};
+
+enum class NodeKind : std::uint8_t {
+  Root,
+  Version,
+  PmuDir,
+  PmuInfo,
+  PmuEvents,
+  DescDir,
+  DescModel,
+  DescRegDir,   // pmu/desc/pmcN or pmdN: `pmd` tells which, `reg` the number
+  DescField,    // a file of it: `field`
+  SimDir,
+  SimAdvance,
+  SessionsDir,
+  SessionDir,
+  SessionFile,  // `field`: a SessionFile value
+  SetsDir,
+  SetDir,       // `set`
+  SetFile,      // `field`: a SetFile value; `reg` for pmcK/pmdK
+};
+
+enum class SessionFile : std::uint8_t { Mode, Flags, Ctl, State, Error, Counts, Messages, Msg };
+enum class SetFile : std::uint8_t { Pmc, Pmd, Regs, Switch, Info };
+enum class DescField : std::uint8_t { Name, Addr, DflVal, RsvdMsk, Width };
+
+struct Node {
+  fuse_ino_t ino = 0;
+  fuse_ino_t parent = 0;
+  NodeKind kind = NodeKind::Root;
+  std::string name;
+  std::uint8_t field = 0;  // SessionFile, SetFile or DescField, by kind
+  bool pmd = false;        // DescRegDir, SetFile registers: a PMD (else a PMC)
+  std::uint16_t set = 0;
+  std::uint16_t reg = 0;
+  std::shared_ptr<SessionEntry> session;  // session nodes and everything below
+
+  bool isDir() const;
+  SessionFile sessionFile() const { return static_cast<SessionFile>(field); }
+  SetFile setFile() const { return static_cast<SetFile>(field); }
+  DescField descField() const { return static_cast<DescField>(field); }
+};
+
+using NodePtr = std::shared_ptr<const Node>;
+
+// Thread-safe; mutex_ is a leaf (nothing is called while it is held except
+// the `make` function given to lookup, which must not call back in).
+class InodeTable {
+ public:
+  InodeTable();  // with the root, FUSE_ROOT_ID, which is never forgotten
+
+  NodePtr get(fuse_ino_t ino) const;
+  // The node named `name` in `parent`, with one more lookup: the known one,
+  // or a new one made by `make` (nullopt: no such entry, nothing counted).
+  NodePtr lookup(fuse_ino_t parent, std::string_view name, const std::function<std::optional<Node>()>& make);
+  // The kernel dropped `n` lookups. A count below zero is a bug: abort.
+  void forget(fuse_ino_t ino, std::uint64_t n);
+  // `name` left `parent` (rmdir, a destroyed session): a later lookup makes a
+  // new node; the old one lives on until the kernel forgets it.
+  void unlink(fuse_ino_t parent, std::string_view name);
+  std::size_t size() const;
+  std::uint64_t lookupCount(fuse_ino_t ino) const;  // 0 if unknown
+
+ private:
+  struct Slot {
+    NodePtr node;
+    std::uint64_t nlookup = 0;
+    bool linked = true;  // (parent, name) still maps to it
+  };
+  mutable std::mutex mutex_;
+  std::map<fuse_ino_t, Slot> nodes_;
+  std::map<std::pair<fuse_ino_t, std::string>, fuse_ino_t, std::less<>> names_;
+  fuse_ino_t next_ino_ = FUSE_ROOT_ID + 1;
+};
+
+}  // namespace pfmfs::fs

@@ -1,0 +1,56 @@
+// Where pfmfsd's log lines go (see log.h).
+#include "fs/log.h"
+
+#include <syslog.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+namespace pfmfs::fs {
+namespace {
+
+std::atomic<int> max_level{static_cast<int>(LogLevel::Info)};
+std::atomic<bool> use_syslog{false};
+
+const char* prefix(LogLevel level) {
+  switch (level) {
+    case LogLevel::Error: return "error";
+    case LogLevel::Warning: return "warning";
+    case LogLevel::Info: return "info";
+    case LogLevel::Debug: return "debug";
+  }
+  return "?";
+}
+
+int priority(LogLevel level) {
+  switch (level) {
+    case LogLevel::Error: return LOG_ERR;
+    case LogLevel::Warning: return LOG_WARNING;
+    case LogLevel::Info: return LOG_INFO;
+    case LogLevel::Debug: return LOG_DEBUG;
+  }
+  return LOG_INFO;
+}
+
+}  // namespace
+
+void setupLogging(LogLevel max, bool to_syslog) {
+  max_level = static_cast<int>(max);
+  if (to_syslog && !use_syslog) openlog("pfmfsd", LOG_PID, LOG_DAEMON);
+  use_syslog = to_syslog;
+}
+
+bool logEnabled(LogLevel level) { return static_cast<int>(level) <= max_level.load(); }
+
+void logLine(LogLevel level, std::string_view line) {
+  if (use_syslog) {
+    syslog(priority(level), "%.*s", static_cast<int>(line.size()), line.data());
+    return;
+  }
+  // One fprintf per line so concurrent lines do not interleave.
+  std::string text = fmt::format("pfmfsd: {}: {}\n", prefix(level), line);
+  std::fputs(text.c_str(), stderr);
+}
+
+}  // namespace pfmfs::fs

@@ -1,0 +1,149 @@
+// pfmfsd: mounts pfmfs (docs/pfmfsd.8.md). Parses the command line, builds
+// the backend and the engine, mounts, drops the capabilities the backend does
+// not need, and serves until SIGTERM/SIGINT or an unmount; then stops and
+// unloads every session and exits 0. Bad options or an unusable mount point:
+// one line on stderr and exit status 2.
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fs/capabilities.h"
+#include "fs/daemon_options.h"
+#include "fs/filesystem.h"
+#include "fs/log.h"
+#include "fs/thread_watcher.h"
+#include "pmu/sim/sim_backend.h"
+#include "session/engine.h"
+
+namespace {
+
+using namespace pfmfs;
+using namespace pfmfs::fs;
+
+constexpr int kUsageError = 2;
+
+int usageError(const std::string& reason) {
+  std::fprintf(stderr, "pfmfsd: %s\n", reason.c_str());
+  return kUsageError;
+}
+
+// The mount point must be a directory we can mount on; the last component
+// is created if missing (the default /run/pfmfs usually is).
+Status prepareMountpoint(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return err(errno, "mount point {}: {}", path, std::strerror(errno));
+    if (::mkdir(path.c_str(), 0755) != 0) return err(errno, "cannot create mount point {}: {}", path, std::strerror(errno));
+    return {};
+  }
+  if (!S_ISDIR(st.st_mode)) return err(ENOTDIR, "mount point {} is not a directory", path);
+  return {};
+}
+
+Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
+  // auto and sim are the same until the perf and x86 backends exist.
+  if (!o.sim_events_path.empty()) {
+    auto events = pmu::sim::readEventsFile(o.sim_events_path, o.sim.shape.general_counters);
+    if (!events) return err(-events.code(), "--sim-events={}: {}", o.sim_events_path, events.error().reason);
+    o.sim.events = std::move(*events);
+  }
+  auto sim = pmu::sim::SimBackend::create(o.sim);
+  if (!sim) return sim.error();
+  return std::unique_ptr<pmu::Backend>(std::move(*sim));
+}
+
+int serve(DaemonOptions& o) {
+  auto backend = makeBackend(o);
+  if (!backend) return usageError(backend.error().reason);
+  if (Status st = prepareMountpoint(o.mountpoint); !st) return usageError(st.error().reason);
+
+  session::Engine engine(**backend, o.engine);
+  Filesystem filesystem(engine, FilesystemConfig{o.allow_kernel, o.system_group});
+  engine.setObserver(&filesystem);
+  ThreadWatcher watcher([&engine](pid_t tid) { engine.threadExited(tid); });
+  filesystem.setWatcher(&watcher);
+
+  // FUSE's own arguments: our fixed mount options first, the user's -o after.
+  std::vector<std::string> args = {"pfmfsd", "-o", "default_permissions,fsname=pfmfs,subtype=pfmfs"};
+  for (const auto& opt : o.fuse_options) {
+    args.push_back("-o");
+    args.push_back(opt);
+  }
+  if (o.debug) args.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  fuse_args fargs = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+
+  fuse_session* se = fuse_session_new(&fargs, &Filesystem::operations(), sizeof(fuse_lowlevel_ops), &filesystem);
+  fuse_opt_free_args(&fargs);
+  if (!se) return usageError("bad FUSE options: " + fmt::format("{}", fmt::join(o.fuse_options, ",")));
+  filesystem.attach(se);
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    return usageError("cannot install signal handlers");
+  }
+  if (fuse_session_mount(se, o.mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    return usageError("cannot mount on " + o.mountpoint);
+  }
+
+  // Mounted: from here on, only what the backend needs. CAP_SYS_ADMIN stays
+  // dormant for the unmount at exit.
+  std::string backend_name = (*backend)->name();
+  if (Status st = dropCapabilities(capabilitiesNeeded(backend_name), {CAP_SYS_ADMIN}); !st)
+    log(LogLevel::Warning, "{}", st.error().reason);
+
+  if (!o.foreground) {
+    setupLogging(o.debug ? LogLevel::Debug : LogLevel::Info, true);
+    fuse_daemonize(0);
+  }
+  log(LogLevel::Info, "mounted on {} with the {} backend ({})", o.mountpoint, backend_name,
+      (*backend)->description().model);
+
+  fuse_loop_config* loop = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(loop, 0);
+  fuse_loop_cfg_set_idle_threads(loop, 8);
+  int rc = fuse_session_loop_mt(se, loop);
+  fuse_loop_cfg_destroy(loop);
+
+  log(LogLevel::Info, "stopping: unloading {} session(s)", filesystem.sessionCount());
+  filesystem.shutdown();
+  engine.setObserver(nullptr);
+  fuse_remove_signal_handlers(se);
+  raiseCapability(CAP_SYS_ADMIN);
+  fuse_session_unmount(se);
+  fuse_session_destroy(se);
+  if (rc != 0 && rc != SIGTERM && rc != SIGINT && rc != SIGHUP) {
+    log(LogLevel::Error, "session loop failed ({})", rc);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = parseDaemonOptions(argc, argv);
+  if (!parsed) return usageError(parsed.error().reason);
+  DaemonOptions& o = *parsed;
+  if (o.help) {
+    std::fputs(usageText().c_str(), stdout);
+    return 0;
+  }
+  if (o.version) {
+    std::printf("pfmfsd %s\n", PFMFS_VERSION);
+    return 0;
+  }
+  setupLogging(o.debug ? LogLevel::Debug : LogLevel::Info, false);
+  return serve(o);
+}

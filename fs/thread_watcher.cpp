@@ -1,0 +1,139 @@
+// Thread-exit detection with pidfds (see thread_watcher.h).
+#include "fs/thread_watcher.h"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "fs/log.h"
+
+namespace pfmfs::fs {
+namespace {
+
+#ifndef PIDFD_THREAD
+constexpr unsigned kPidfdThread = O_EXCL;  // Linux 6.9: a pidfd for one thread
+#else
+constexpr unsigned kPidfdThread = PIDFD_THREAD;
+#endif
+
+int pidfdOpen(pid_t pid, unsigned flags) {
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, flags));
+}
+
+// The process a thread belongs to, from /proc; 0 if it is gone.
+pid_t processOf(pid_t tid) {
+  std::ifstream in("/proc/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("Tgid:", 0) == 0) return static_cast<pid_t>(std::stol(line.substr(5)));
+  return 0;
+}
+
+}  // namespace
+
+ThreadWatcher::ThreadWatcher(ExitFn on_exit) : on_exit_(std::move(on_exit)) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = UINT64_MAX;  // not a tid
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  thread_ = std::thread([this] { run(); });
+}
+
+ThreadWatcher::~ThreadWatcher() {
+  std::uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof one) < 0) log(LogLevel::Error, "thread watcher: cannot wake: {}", errno);
+  thread_.join();
+  for (auto& [tid, e] : entries_) close(e.fd);
+  close(wake_fd_);
+  close(epoll_fd_);
+}
+
+int ThreadWatcher::openPidfd(pid_t tid) {
+  int fd = pidfdOpen(tid, kPidfdThread);
+  if (fd >= 0 || errno != EINVAL) return fd;
+  // Before Linux 6.9 a pidfd names a whole process: exact for a process's
+  // main thread; for another thread, the process's exit is the best we get
+  // without polling (docs/pfmfsd.8.md).
+  pid_t tgid = processOf(tid);
+  if (tgid == 0) {
+    errno = ESRCH;
+    return -1;
+  }
+  return pidfdOpen(tgid, 0);
+}
+
+void ThreadWatcher::watch(pid_t tid) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(tid);
+    if (it != entries_.end()) {
+      ++it->second.refs;
+      return;
+    }
+    int fd = openPidfd(tid);
+    if (fd >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = static_cast<std::uint64_t>(tid);
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+      entries_[tid] = Entry{fd, 1};
+      return;
+    }
+    if (errno != ESRCH) {
+      log(LogLevel::Warning, "pidfd_open({}) failed (errno {}): its exit will not be noticed", tid, errno);
+      return;
+    }
+  }
+  on_exit_(tid);  // gone between the load and now
+}
+
+void ThreadWatcher::unwatch(pid_t tid) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(tid);
+  if (it == entries_.end() || --it->second.refs > 0) return;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.fd, nullptr);
+  close(it->second.fd);
+  entries_.erase(it);
+}
+
+std::size_t ThreadWatcher::watched() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+void ThreadWatcher::run() {
+  for (;;) {
+    epoll_event events[16];
+    int n = epoll_wait(epoll_fd_, events, 16, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      log(LogLevel::Error, "thread watcher: epoll_wait failed (errno {})", errno);
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 == UINT64_MAX) return;
+      auto tid = static_cast<pid_t>(events[i].data.u64);
+      {
+        std::lock_guard lock(mutex_);
+        auto it = entries_.find(tid);
+        if (it == entries_.end()) continue;  // unwatched meanwhile
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.fd, nullptr);
+        close(it->second.fd);
+        entries_.erase(it);
+      }
+      log(LogLevel::Debug, "thread {} exited", tid);
+      on_exit_(tid);
+    }
+  }
+}
+
+}  // namespace pfmfs::fs
