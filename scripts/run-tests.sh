@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds pfmfs and runs every test three times: a plain build (and the
-# benchmarks once, as a check that they run), an ASan/UBSan build, and a TSan
-# build. Ends with one line "tests: N passed, M failed, K skipped"; exits non-zero
+# Builds pfmfs and runs every test: unit and mount (integration) tests in a
+# plain build (with the benchmarks once, as a check that they run) and in an
+# ASan/UBSan build, and the unit tests again in a TSan build. Ends with one line "tests: N passed, M failed, K skipped"; exits non-zero
 # on any failure, and on any skip when CI=true (CI must run every test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,11 +31,13 @@ setup build
 # Benchmarks first: the unit run after them replaces their log, so the
 # summary counts tests only.
 run build --benchmark --verbose
-run build --suite unit
+run build --suite unit --suite integration
 
+# The integration tests mount this build's pfmfsd, so the daemon itself runs
+# under ASan/UBSan here, with every mount test driving it.
 setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run build-asan --suite unit
+  run build-asan --suite unit --suite integration
 
 # TSan maps shadow memory at fixed places; without ASLR it works whatever the
 # kernel's mmap randomisation.
