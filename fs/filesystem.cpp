@@ -149,7 +149,37 @@ Filesystem::Filesystem(session::Engine& engine, FilesystemConfig config)
         return t;
       }()) {}
 
-Filesystem::~Filesystem() = default;
+Filesystem::~Filesystem() {
+  // Files still open when the daemon stops never get their release.
+  for (OpenFile* of : open_files_) delete of;
+  for (OpenDir* d : open_dirs_) delete d;
+}
+
+void Filesystem::track(OpenFile* of) {
+  std::lock_guard lock(handles_mutex_);
+  open_files_.insert(of);
+}
+
+void Filesystem::untrack(OpenFile* of) {
+  {
+    std::lock_guard lock(handles_mutex_);
+    open_files_.erase(of);
+  }
+  delete of;
+}
+
+void Filesystem::track(OpenDir* d) {
+  std::lock_guard lock(handles_mutex_);
+  open_dirs_.insert(d);
+}
+
+void Filesystem::untrack(OpenDir* d) {
+  {
+    std::lock_guard lock(handles_mutex_);
+    open_dirs_.erase(d);
+  }
+  delete d;
+}
 
 std::size_t Filesystem::sessionCount() const {
   std::lock_guard lock(registry_mutex_);
@@ -434,13 +464,14 @@ void Filesystem::open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     return (void)fuse_reply_err(req, EACCES);
   if (n->kind == NodeKind::SimAdvance && fuse_req_ctx(req)->uid != 0) return (void)fuse_reply_err(req, EACCES);
   auto* of = new OpenFile{n, {}, {}};
+  track(of);
   fi->fh = reinterpret_cast<std::uint64_t>(of);
   fi->direct_io = 1;  // content changes: no page cache, sizes do not matter
   if (isMessageFile(*n)) fi->nonseekable = 1;
   if (n->session) ++n->session->open_files;
   if (fuse_reply_open(req, fi) != 0) {
     if (n->session) --n->session->open_files;
-    delete of;
+    untrack(of);
   }
 }
 
@@ -448,7 +479,7 @@ void Filesystem::release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   auto* of = reinterpret_cast<OpenFile*>(fi->fh);
   std::shared_ptr<SessionEntry> e = of->node->session;
   if (e && isMessageFile(*of->node)) e->waiters->forgetFile(of);
-  delete of;
+  untrack(of);
   fuse_reply_err(req, 0);
   if (!e || --e->open_files != 0 || !e->alive || !e->session->flags().autoclose) return;
   // autoclose: the last file of the session closed (libpfm-compat's handle).
@@ -551,15 +582,20 @@ void Filesystem::read(fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, f
     bool binary = n.sessionFile() == SessionFile::Msg;
     return n.session->waiters->read(req, size, binary, (fi->flags & O_NONBLOCK) != 0);
   }
-  std::lock_guard lock(of->mutex);
-  if (off == 0) {
-    auto text = render(n);
-    if (!text) return (void)fuse_reply_err(req, -text.code());
-    of->text = std::move(*text);
+  // The reply is sent after the handle is let go of: once the kernel has it,
+  // the reader may close, and the release may free `of` on another thread.
+  std::string chunk;
+  {
+    std::lock_guard lock(of->mutex);
+    if (off == 0) {
+      auto text = render(n);
+      if (!text) return (void)fuse_reply_err(req, -text.code());
+      of->text = std::move(*text);
+    }
+    if (off >= 0 && static_cast<std::size_t>(off) < of->text.size())
+      chunk = of->text.substr(static_cast<std::size_t>(off), size);
   }
-  if (off < 0 || static_cast<std::size_t>(off) >= of->text.size()) return (void)fuse_reply_buf(req, nullptr, 0);
-  std::size_t len = std::min(size, of->text.size() - static_cast<std::size_t>(off));
-  fuse_reply_buf(req, of->text.data() + off, len);
+  fuse_reply_buf(req, chunk.data(), chunk.size());
 }
 
 void Filesystem::write(fuse_req_t req, fuse_ino_t, const char* buf, std::size_t size, fuse_file_info* fi) {
@@ -710,8 +746,9 @@ void Filesystem::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     default:
       break;
   }
+  track(d);
   fi->fh = reinterpret_cast<std::uint64_t>(d);
-  if (fuse_reply_open(req, fi) != 0) delete d;
+  if (fuse_reply_open(req, fi) != 0) untrack(d);
 }
 
 void Filesystem::readdir(fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, fuse_file_info* fi) {
@@ -733,7 +770,7 @@ void Filesystem::readdir(fuse_req_t req, fuse_ino_t, std::size_t size, off_t off
 }
 
 void Filesystem::releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  delete reinterpret_cast<OpenDir*>(fi->fh);
+  untrack(reinterpret_cast<OpenDir*>(fi->fh));
   fuse_reply_err(req, 0);
 }
 

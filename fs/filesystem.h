@@ -6,7 +6,7 @@
 // Lock order (a lock may be taken while holding only locks above it):
 //   1. MessageWaiters::mutex_   one session's kept reads and poll handles
 //   2. Session::mutex_          (the engine's, see session/engine.h)
-//   3. leaves: Filesystem::registry_mutex_, InodeTable::mutex_,
+//   3. leaves: Filesystem::registry_mutex_, handles_mutex_, InodeTable::mutex_,
 //      ThreadWatcher::mutex_, the engine's leaves
 // No fs lock is held while calling the engine except (1), and the engine
 // calls messagesQueued() with none of its locks held.
@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 
 #include "fs/inode_table.h"
 #include "fs/thread_watcher.h"
@@ -81,6 +82,12 @@ class Filesystem final : public session::SessionObserver {
   std::shared_ptr<SessionEntry> findEntry(std::string_view name) const;
   void destroy(const std::shared_ptr<SessionEntry>& e);
   void replyEntry(fuse_req_t req, const NodePtr& n);
+  // Open handles, so that those the kernel never releases (open at exit)
+  // are freed with the filesystem.
+  void track(OpenFile* of);
+  void untrack(OpenFile* of);  // and delete
+  void track(OpenDir* d);
+  void untrack(OpenDir* d);  // and delete
 
   session::Engine& engine_;
   const pmu::PmuDescription& desc_;
@@ -91,6 +98,10 @@ class Filesystem final : public session::SessionObserver {
   ThreadWatcher* watcher_ = nullptr;
   InodeTable inodes_;
   std::atomic<fuse_ino_t> sessions_ino_{0};  // sessions/, once the kernel looked it up
+
+  std::mutex handles_mutex_;  // a leaf: guards open_files_, open_dirs_
+  std::unordered_set<OpenFile*> open_files_;
+  std::unordered_set<OpenDir*> open_dirs_;
 
   mutable std::mutex registry_mutex_;  // a leaf: guards registry_
   std::map<std::string, std::shared_ptr<SessionEntry>, std::less<>> registry_;

@@ -115,6 +115,10 @@ void MessageWaiters::interrupted(fuse_req_t req, void*) {
 
 unsigned MessageWaiters::poll(const void* file, fuse_pollhandle* ph) {
   std::lock_guard lock(mutex_);
+  if (ph && closed_) {
+    fuse_pollhandle_destroy(ph);  // ready for good: nothing left to notify
+    ph = nullptr;
+  }
   if (ph) {
     auto [it, fresh] = polls_.try_emplace(file, ph);
     if (!fresh) {
@@ -124,6 +128,10 @@ unsigned MessageWaiters::poll(const void* file, fuse_pollhandle* ph) {
   }
   if (closed_) return POLLIN | POLLHUP;
   return session_->queuedMessages() > 0 ? POLLIN : 0;
+}
+
+MessageWaiters::~MessageWaiters() {
+  for (auto& [file, ph] : polls_) fuse_pollhandle_destroy(ph);
 }
 
 void MessageWaiters::forgetFile(const void* file) {

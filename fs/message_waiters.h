@@ -26,6 +26,9 @@ inline constexpr std::size_t kMaxMessageLine = 160;
 class MessageWaiters : public std::enable_shared_from_this<MessageWaiters> {
  public:
   explicit MessageWaiters(std::shared_ptr<session::Session> session) : session_(std::move(session)) {}
+  ~MessageWaiters();
+  MessageWaiters(const MessageWaiters&) = delete;
+  MessageWaiters& operator=(const MessageWaiters&) = delete;
 
   // Answers a read now (messages, EAGAIN, EINVAL, end of file once closed)
   // or keeps it until one of wake/close/interrupt.

@@ -1,0 +1,302 @@
+// pfmfsd's command line: options to DaemonOptions, one EINVAL with a one-line
+// reason for anything wrong, and the --help text. No I/O but the group lookup.
+#include "fs/daemon_options.h"
+
+#include <grp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fs/text_format.h"
+
+namespace pfmfs::fs {
+
+namespace {
+
+enum class Opt {
+  Pmu,
+  SimClock,
+  SimWidth,
+  SimCounters,
+  SimEvents,
+  Tick,
+  MaxSessions,
+  MaxSets,
+  MaxMessages,
+  AllowKernel,
+  SystemGroup,
+  Help,
+  Version,
+};
+
+struct LongOption {
+  const char* name;  // without the leading "--"
+  Opt opt;
+  bool takes_value;
+  const char* value_name;  // for the help text
+  const char* help;
+};
+
+constexpr LongOption kLongOptions[] = {
+    {"pmu", Opt::Pmu, true, "auto|sim", "backend: the host's PMU when there is one (auto), or the simulator"},
+    {"sim-clock", Opt::SimClock, true, "real|manual",
+     "sim time: real CPU/wall time, or moved only by writes to pmu/sim/advance"},
+    {"sim-width", Opt::SimWidth, true, "W", "sim counter width in bits, 16..64 (default 48)"},
+    {"sim-counters", Opt::SimCounters, true, "N", "sim general counters, 1..8 (default 4)"},
+    {"sim-events", Opt::SimEvents, true, "FILE", "sim event table replacing the default one"},
+    {"tick", Opt::Tick, true, "NS", "engine timer period in ns, >= 1000 (default 1000000)"},
+    {"max-sessions-per-user", Opt::MaxSessions, true, "N", "sessions one uid may create (default 64)"},
+    {"max-sets", Opt::MaxSets, true, "N", "event sets per session, 1..65536 (default 64)"},
+    {"max-messages", Opt::MaxMessages, true, "N", "queued messages per session (default 64)"},
+    {"allow-kernel", Opt::AllowKernel, false, nullptr, "let non-root users count at kernel level (the OS bit)"},
+    {"system-group", Opt::SystemGroup, true, "GROUP",
+     "group (name or number) whose members may load system-wide sessions"},
+    {"help", Opt::Help, false, nullptr, "print this help and exit"},
+    {"version", Opt::Version, false, nullptr, "print the version and exit"},
+};
+
+// A count on the command line: decimal or 0x hexadecimal, no sign, no blanks,
+// within [lo, hi].
+Result<std::uint64_t> parseCount(std::string_view option, std::string_view value, std::uint64_t lo,
+                                 std::uint64_t hi) {
+  for (char c : value)
+    if (c == ' ' || c == '\t' || c == '\n' || c == '-' || c == '+')
+      return err(EINVAL, "--{}: '{}' is not a non-negative number", option, printable(value));
+  auto n = parseNumber(value);
+  if (!n) return err(EINVAL, "--{}: {}", option, n.error().reason);
+  if (*n < lo || *n > hi) {
+    if (hi == UINT64_MAX) return err(EINVAL, "--{}: {} is too small (at least {})", option, *n, lo);
+    return err(EINVAL, "--{}: {} is out of range ({}..{})", option, *n, lo, hi);
+  }
+  return *n;
+}
+
+// A group by name, else by number.
+Result<gid_t> lookupGroup(std::string_view value) {
+  if (value.empty()) return err(EINVAL, "--system-group: a group name or number is missing");
+  std::string name(value);
+  long size_hint = sysconf(_SC_GETGR_R_SIZE_MAX);
+  std::vector<char> buf(size_hint > 0 ? static_cast<std::size_t>(size_hint) : 1024);
+  while (true) {
+    group grp{};
+    group* found = nullptr;
+    int rc = getgrnam_r(name.c_str(), &grp, buf.data(), buf.size(), &found);
+    if (rc == ERANGE && buf.size() < (1u << 24)) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (rc == 0 && found) return found->gr_gid;
+    break;
+  }
+  bool digits = true;
+  for (char c : value) digits = digits && c >= '0' && c <= '9';
+  if (digits) {
+    auto n = parseNumber(value);
+    // (gid_t)-1 means "no group" to chown and friends: not a usable group.
+    if (n && *n < static_cast<std::uint64_t>(static_cast<gid_t>(-1))) return static_cast<gid_t>(*n);
+    return err(EINVAL, "--system-group: group number {} is out of range", printable(value));
+  }
+  return err(EINVAL, "--system-group: unknown group '{}'", printable(value));
+}
+
+// `path` (not empty) as an absolute path: relative ones under the current directory, with
+// "." components and repeated or trailing slashes dropped.
+Result<std::string> absolutePath(std::string_view path) {
+  if (path.empty()) return err(EINVAL, "an empty path");
+  std::string joined;
+  if (path.front() != '/') {
+    std::vector<char> cwd(PATH_MAX);
+    if (!::getcwd(cwd.data(), cwd.size()))
+      return err(EINVAL, "cannot make '{}' absolute: no current directory", printable(path));
+    joined = cwd.data();
+    joined += '/';
+  }
+  joined += path;
+  std::string out;
+  std::size_t i = 0;
+  while (i < joined.size()) {
+    while (i < joined.size() && joined[i] == '/') ++i;
+    std::size_t start = i;
+    while (i < joined.size() && joined[i] != '/') ++i;
+    std::string_view part(joined.data() + start, i - start);
+    if (part.empty() || part == ".") continue;
+    out += '/';
+    out += part;
+  }
+  return out.empty() ? std::string("/") : out;
+}
+
+Status applyLong(DaemonOptions& o, const LongOption& lo, std::string_view value) {
+  switch (lo.opt) {
+    case Opt::Pmu:
+      if (value == "auto") o.pmu = PmuChoice::Auto;
+      else if (value == "sim") o.pmu = PmuChoice::Sim;
+      else return err(EINVAL, "--pmu: '{}' is not auto or sim", printable(value));
+      return {};
+    case Opt::SimClock:
+      if (value == "real") o.sim.clock = pmu::ClockKind::Real;
+      else if (value == "manual") o.sim.clock = pmu::ClockKind::Manual;
+      else return err(EINVAL, "--sim-clock: '{}' is not real or manual", printable(value));
+      return {};
+    case Opt::SimWidth: {
+      auto n = parseCount(lo.name, value, 16, 64);
+      if (!n) return n.error();
+      o.sim.shape.width = static_cast<unsigned>(*n);
+      return {};
+    }
+    case Opt::SimCounters: {
+      auto n = parseCount(lo.name, value, 1, 8);
+      if (!n) return n.error();
+      o.sim.shape.general_counters = static_cast<unsigned>(*n);
+      return {};
+    }
+    case Opt::SimEvents: {
+      // Absolute, so that it still names the file after fuse_daemonize's chdir("/").
+      if (value.empty()) return err(EINVAL, "--sim-events: a file name is missing");
+      auto path = absolutePath(value);
+      if (!path) return path.error();
+      o.sim_events_path = *path;
+      return {};
+    }
+    case Opt::Tick: {
+      auto n = parseCount(lo.name, value, 1000, UINT64_MAX);
+      if (!n) return n.error();
+      o.engine.tick_ns = *n;
+      return {};
+    }
+    case Opt::MaxSessions: {
+      auto n = parseCount(lo.name, value, 1, UINT_MAX);
+      if (!n) return n.error();
+      o.engine.max_sessions_per_user = static_cast<unsigned>(*n);
+      return {};
+    }
+    case Opt::MaxSets: {
+      auto n = parseCount(lo.name, value, 1, 65536);  // set ids are 0..65535
+      if (!n) return n.error();
+      o.engine.max_sets = static_cast<unsigned>(*n);
+      return {};
+    }
+    case Opt::MaxMessages: {
+      auto n = parseCount(lo.name, value, 1, UINT_MAX);
+      if (!n) return n.error();
+      o.engine.max_messages = static_cast<unsigned>(*n);
+      return {};
+    }
+    case Opt::SystemGroup: {
+      auto g = lookupGroup(value);
+      if (!g) return g.error();
+      o.system_group = *g;
+      return {};
+    }
+    case Opt::AllowKernel: o.allow_kernel = true; return {};
+    case Opt::Help: o.help = true; return {};
+    case Opt::Version: o.version = true; return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
+  DaemonOptions o;
+  std::optional<std::string> mountpoint;
+  auto positional = [&](std::string_view arg) -> Status {
+    if (mountpoint)
+      return err(EINVAL, "more than one mount point: '{}' and '{}'", printable(*mountpoint), printable(arg));
+    mountpoint = std::string(arg);
+    return {};
+  };
+
+  bool options_done = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i] ? argv[i] : "";
+    if (options_done || arg.size() < 2 || arg[0] != '-') {
+      Status st = positional(arg);
+      if (!st) return st.error();
+      continue;
+    }
+    if (arg == "--") {
+      options_done = true;
+      continue;
+    }
+    if (arg.substr(0, 2) == "--") {
+      std::string_view body = arg.substr(2);
+      std::size_t eq = body.find('=');
+      std::string_view name = body.substr(0, eq);
+      const LongOption* lo = nullptr;
+      for (const auto& l : kLongOptions)
+        if (name == l.name) lo = &l;
+      if (!lo) return err(EINVAL, "unknown option '--{}' (see --help)", printable(name));
+      std::string_view value;
+      if (!lo->takes_value) {
+        if (eq != std::string_view::npos) return err(EINVAL, "--{} takes no value", lo->name);
+      } else if (eq != std::string_view::npos) {
+        value = body.substr(eq + 1);
+      } else {
+        if (i + 1 >= argc || !argv[i + 1]) return err(EINVAL, "--{} needs a value ({})", lo->name, lo->value_name);
+        value = argv[++i];
+      }
+      Status st = applyLong(o, *lo, value);
+      if (!st) return st.error();
+      continue;
+    }
+    // Short options, possibly grouped ("-fd"); -o takes the rest of the word
+    // or the next argument.
+    for (std::size_t k = 1; k < arg.size(); ++k) {
+      char c = arg[k];
+      if (c == 'f') {
+        o.foreground = true;
+      } else if (c == 'd') {
+        o.debug = true;
+        o.foreground = true;
+      } else if (c == 'h') {
+        o.help = true;
+      } else if (c == 'o') {
+        std::string_view value;
+        if (k + 1 < arg.size()) {
+          value = arg.substr(k + 1);
+        } else {
+          if (i + 1 >= argc || !argv[i + 1]) return err(EINVAL, "-o needs mount options (-o OPT[,OPT...])");
+          value = argv[++i];
+        }
+        if (value.empty()) return err(EINVAL, "-o needs mount options (-o OPT[,OPT...])");
+        o.fuse_options.emplace_back(value);
+        break;
+      } else {
+        return err(EINVAL, "unknown option '-{}' (see --help)", printable(std::string_view(&arg[k], 1)));
+      }
+    }
+  }
+
+  if (mountpoint) {
+    if (mountpoint->empty()) return err(EINVAL, "the mount point is an empty string");
+    auto abs = absolutePath(*mountpoint);
+    if (!abs) return abs.error();
+    o.mountpoint = *abs;
+  }
+  return o;
+}
+
+std::string usageText() {
+  std::string out = "usage: pfmfsd [options] [MOUNTPOINT]   (default mount point /run/pfmfs)\n";
+  auto line = [&out](const std::string& left, const char* help) {
+    out += fmt::format("  {:<32} {}\n", left, help);
+  };
+  line("-f", "stay in the foreground");
+  line("-d", "print FUSE's debug output (implies -f)");
+  line("-o OPT[,OPT...]", "FUSE mount options, e.g. allow_other");
+  for (const auto& l : kLongOptions) {
+    if (l.opt == Opt::Help) line("-h, --help", l.help);
+    else if (l.takes_value) line(fmt::format("--{}={}", l.name, l.value_name), l.help);
+    else line(fmt::format("--{}", l.name), l.help);
+  }
+  return out;
+}
+
+}  // namespace pfmfs::fs

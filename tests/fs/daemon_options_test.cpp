@@ -1,0 +1,264 @@
+// pfmfsd's command line: the defaults, every option in both spellings, and a
+// table of bad command lines, each refused with EINVAL and a reason naming
+// what is wrong (pfmfsd prints it and exits 2).
+#include "fs/daemon_options.h"
+
+#include <grp.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <climits>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace pfmfs::fs {
+namespace {
+
+// argv with a program name in front, as main() gets it.
+Result<DaemonOptions> parse(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"pfmfsd"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
+  return parseDaemonOptions(static_cast<int>(argv.size() - 1), argv.data());
+}
+
+DaemonOptions parseOk(const std::vector<std::string>& args) {
+  auto r = parse(args);
+  EXPECT_TRUE(r.ok()) << r.error().reason;
+  return r.ok() ? *r : DaemonOptions{};
+}
+
+std::string cwd() {
+  char buf[PATH_MAX];
+  EXPECT_NE(::getcwd(buf, sizeof buf), nullptr);
+  return buf;
+}
+
+TEST(DaemonOptions, Defaults) {
+  DaemonOptions o = parseOk({});
+  EXPECT_EQ(o.mountpoint, "/run/pfmfs");
+  EXPECT_FALSE(o.foreground);
+  EXPECT_FALSE(o.debug);
+  EXPECT_TRUE(o.fuse_options.empty());
+  EXPECT_EQ(o.pmu, PmuChoice::Auto);
+  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Real);
+  EXPECT_EQ(o.sim.shape.general_counters, 4u);
+  EXPECT_EQ(o.sim.shape.width, 48u);
+  EXPECT_TRUE(o.sim.events.empty());
+  EXPECT_EQ(o.sim_events_path, "");
+  EXPECT_EQ(o.engine.max_sessions_per_user, 64u);
+  EXPECT_EQ(o.engine.max_sets, 64u);
+  EXPECT_EQ(o.engine.max_messages, 64u);
+  EXPECT_EQ(o.engine.tick_ns, 1'000'000u);
+  EXPECT_FALSE(o.allow_kernel);
+  EXPECT_FALSE(o.system_group.has_value());
+  EXPECT_FALSE(o.help);
+  EXPECT_FALSE(o.version);
+}
+
+// The command line the tests run the daemon with.
+TEST(DaemonOptions, TestCommandLine) {
+  DaemonOptions o = parseOk({"-f", "--pmu=sim", "--sim-clock=manual", "-o", "allow_other", "/tmp/pfmfs-mnt"});
+  EXPECT_TRUE(o.foreground);
+  EXPECT_FALSE(o.debug);
+  EXPECT_EQ(o.pmu, PmuChoice::Sim);
+  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Manual);
+  EXPECT_EQ(o.fuse_options, std::vector<std::string>{"allow_other"});
+  EXPECT_EQ(o.mountpoint, "/tmp/pfmfs-mnt");
+}
+
+TEST(DaemonOptions, EveryOptionWithEquals) {
+  DaemonOptions o = parseOk({"--pmu=sim", "--sim-clock=manual", "--sim-width=32", "--sim-counters=8",
+                             "--sim-events=/etc/pfmfs/events", "--tick=2000", "--max-sessions-per-user=3",
+                             "--max-sets=5", "--max-messages=7", "--allow-kernel", "--system-group=0", "--help",
+                             "--version", "/mnt"});
+  EXPECT_EQ(o.pmu, PmuChoice::Sim);
+  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Manual);
+  EXPECT_EQ(o.sim.shape.width, 32u);
+  EXPECT_EQ(o.sim.shape.general_counters, 8u);
+  EXPECT_EQ(o.sim_events_path, "/etc/pfmfs/events");
+  EXPECT_EQ(o.engine.tick_ns, 2000u);
+  EXPECT_EQ(o.engine.max_sessions_per_user, 3u);
+  EXPECT_EQ(o.engine.max_sets, 5u);
+  EXPECT_EQ(o.engine.max_messages, 7u);
+  EXPECT_TRUE(o.allow_kernel);
+  ASSERT_TRUE(o.system_group.has_value());
+  EXPECT_EQ(*o.system_group, 0u);
+  EXPECT_TRUE(o.help);
+  EXPECT_TRUE(o.version);
+  EXPECT_EQ(o.mountpoint, "/mnt");
+}
+
+TEST(DaemonOptions, EveryOptionWithSeparateValue) {
+  DaemonOptions o = parseOk({"--pmu", "auto", "--sim-clock", "real", "--sim-width", "64", "--sim-counters", "1",
+                             "--sim-events", "events.txt", "--tick", "1000", "--max-sessions-per-user", "1",
+                             "--max-sets", "65536", "--max-messages", "4294967295", "--system-group", "4321"});
+  EXPECT_EQ(o.pmu, PmuChoice::Auto);
+  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Real);
+  EXPECT_EQ(o.sim.shape.width, 64u);
+  EXPECT_EQ(o.sim.shape.general_counters, 1u);
+  EXPECT_EQ(o.sim_events_path, cwd() + "/events.txt");  // absolute: still valid after daemonizing
+  EXPECT_EQ(o.engine.tick_ns, 1000u);
+  EXPECT_EQ(o.engine.max_sessions_per_user, 1u);
+  EXPECT_EQ(o.engine.max_sets, 65536u);
+  EXPECT_EQ(o.engine.max_messages, 4294967295u);
+  ASSERT_TRUE(o.system_group.has_value());
+  EXPECT_EQ(*o.system_group, 4321u);  // a number needs no group entry
+  EXPECT_EQ(o.mountpoint, "/run/pfmfs");
+}
+
+TEST(DaemonOptions, RangeEdgesAndHexValues) {
+  EXPECT_EQ(parseOk({"--sim-width=16"}).sim.shape.width, 16u);
+  EXPECT_EQ(parseOk({"--sim-width=0x40"}).sim.shape.width, 64u);
+  EXPECT_EQ(parseOk({"--sim-counters=8"}).sim.shape.general_counters, 8u);
+  EXPECT_EQ(parseOk({"--tick=18446744073709551615"}).engine.tick_ns, 18446744073709551615u);
+  EXPECT_EQ(parseOk({"--max-sets=1"}).engine.max_sets, 1u);
+}
+
+TEST(DaemonOptions, SystemGroupByName) {
+  // Whatever the host calls gid 0 ("root" on Debian), the name finds it.
+  group* g = ::getgrgid(0);
+  ASSERT_NE(g, nullptr);
+  std::string name = g->gr_name;
+  DaemonOptions o = parseOk({"--system-group=" + name});
+  ASSERT_TRUE(o.system_group.has_value());
+  EXPECT_EQ(*o.system_group, 0u);
+  o = parseOk({"--system-group", name});
+  ASSERT_TRUE(o.system_group.has_value());
+  EXPECT_EQ(*o.system_group, 0u);
+}
+
+TEST(DaemonOptions, ShortOptions) {
+  DaemonOptions o = parseOk({"-d"});
+  EXPECT_TRUE(o.debug);
+  EXPECT_TRUE(o.foreground);  // -d implies -f
+  o = parseOk({"-f"});
+  EXPECT_TRUE(o.foreground);
+  EXPECT_FALSE(o.debug);
+  o = parseOk({"-fd"});
+  EXPECT_TRUE(o.foreground);
+  EXPECT_TRUE(o.debug);
+  o = parseOk({"-h"});
+  EXPECT_TRUE(o.help);
+  // -o: attached or separate, repeated, comma lists kept whole.
+  o = parseOk({"-oallow_other", "-o", "ro,default_permissions", "-fo", "fsname=pfmfs"});
+  EXPECT_EQ(o.fuse_options, (std::vector<std::string>{"allow_other", "ro,default_permissions", "fsname=pfmfs"}));
+  EXPECT_TRUE(o.foreground);
+}
+
+TEST(DaemonOptions, MountPointMadeAbsolute) {
+  EXPECT_EQ(parseOk({"mnt"}).mountpoint, cwd() + "/mnt");
+  EXPECT_EQ(parseOk({"./mnt/"}).mountpoint, cwd() + "/mnt");
+  EXPECT_EQ(parseOk({"a/./b//c"}).mountpoint, cwd() + "/a/b/c");
+  EXPECT_EQ(parseOk({"."}).mountpoint, cwd() == "/" ? "/" : cwd());
+  EXPECT_EQ(parseOk({"//tmp//x/"}).mountpoint, "/tmp/x");
+  EXPECT_EQ(parseOk({"/"}).mountpoint, "/");
+  EXPECT_EQ(parseOk({"/a/../b"}).mountpoint, "/a/../b");  // ".." is left to the kernel (symlinks)
+  // Options may come after the mount point; "--" ends the options.
+  DaemonOptions o = parseOk({"/mnt", "-f"});
+  EXPECT_EQ(o.mountpoint, "/mnt");
+  EXPECT_TRUE(o.foreground);
+  EXPECT_EQ(parseOk({"--", "-weird"}).mountpoint, cwd() + "/-weird");
+  EXPECT_EQ(parseOk({"-"}).mountpoint, cwd() + "/-");
+}
+
+struct BadRow {
+  std::vector<std::string> args;
+  std::string reason_has;  // the reason names the option or the problem
+};
+
+void PrintTo(const BadRow& r, std::ostream* os) {
+  for (const auto& a : r.args) *os << "'" << a << "' ";
+}
+
+class BadCommandLine : public ::testing::TestWithParam<BadRow> {};
+
+TEST_P(BadCommandLine, RefusedWithEinval) {
+  const BadRow& row = GetParam();
+  auto r = parse(row.args);
+  ASSERT_FALSE(r.ok()) << "accepted";
+  EXPECT_EQ(r.code(), -EINVAL);
+  EXPECT_NE(r.error().reason.find(row.reason_has), std::string::npos) << r.error().reason;
+  EXPECT_EQ(r.error().reason.find('\n'), std::string::npos) << "one line";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, BadCommandLine,
+    ::testing::Values(
+        // Unknown options.
+        BadRow{{"--foo"}, "unknown option '--foo'"}, BadRow{{"--foo=1"}, "unknown option '--foo'"},
+        BadRow{{"-x"}, "unknown option '-x'"}, BadRow{{"-fx"}, "unknown option '-x'"},
+        BadRow{{"--PMU=sim"}, "unknown option '--PMU'"}, BadRow{{"--sim"}, "unknown option '--sim'"},
+        BadRow{{"--allow"}, "unknown option '--allow'"}, BadRow{{"---pmu=sim"}, "unknown option"},
+        BadRow{{"--=1"}, "unknown option"},
+        // Missing values.
+        BadRow{{"--pmu"}, "--pmu needs a value"}, BadRow{{"--sim-clock"}, "--sim-clock needs a value"},
+        BadRow{{"--sim-width"}, "--sim-width needs a value"}, BadRow{{"--sim-counters"}, "--sim-counters"},
+        BadRow{{"--sim-events"}, "--sim-events"}, BadRow{{"--tick"}, "--tick"},
+        BadRow{{"--max-sessions-per-user"}, "--max-sessions-per-user"}, BadRow{{"--max-sets"}, "--max-sets"},
+        BadRow{{"--max-messages"}, "--max-messages"}, BadRow{{"--system-group"}, "--system-group"},
+        BadRow{{"-o"}, "-o needs mount options"}, BadRow{{"-o", ""}, "-o needs mount options"},
+        BadRow{{"--sim-events="}, "--sim-events"}, BadRow{{"--system-group="}, "--system-group"},
+        BadRow{{"--sim-width="}, "--sim-width"}, BadRow{{"--tick="}, "--tick"},
+        // Values that are no value of the option.
+        BadRow{{"--pmu=perf"}, "--pmu: 'perf'"}, BadRow{{"--pmu=SIM"}, "--pmu"}, BadRow{{"--pmu="}, "--pmu"},
+        BadRow{{"--sim-clock=virtual"}, "--sim-clock: 'virtual'"}, BadRow{{"--sim-clock=Manual"}, "--sim-clock"},
+        BadRow{{"--allow-kernel=1"}, "--allow-kernel takes no value"}, BadRow{{"--help=yes"}, "--help"},
+        BadRow{{"--version="}, "--version"},
+        // Bad numbers.
+        BadRow{{"--sim-width=abc"}, "--sim-width"}, BadRow{{"--sim-width=4a"}, "--sim-width"},
+        BadRow{{"--tick=1e6"}, "--tick"}, BadRow{{"--tick=-1000"}, "--tick"}, BadRow{{"--tick=+1000"}, "--tick"},
+        BadRow{{"--max-sets= 5"}, "--max-sets"}, BadRow{{"--max-sets=5 "}, "--max-sets"},
+        BadRow{{"--max-sets=0x"}, "--max-sets"}, BadRow{{"--max-messages=1.5"}, "--max-messages"},
+        BadRow{{"--tick=18446744073709551616"}, "--tick"},
+        // Out of range.
+        BadRow{{"--sim-width=15"}, "--sim-width: 15 is out of range (16..64)"},
+        BadRow{{"--sim-width=65"}, "--sim-width: 65 is out of range (16..64)"},
+        BadRow{{"--sim-width=0"}, "--sim-width"},
+        BadRow{{"--sim-counters=0"}, "--sim-counters: 0 is out of range (1..8)"},
+        BadRow{{"--sim-counters=9"}, "--sim-counters: 9 is out of range (1..8)"},
+        BadRow{{"--tick=999"}, "--tick: 999 is too small (at least 1000)"}, BadRow{{"--tick=0"}, "--tick"},
+        BadRow{{"--max-sessions-per-user=0"}, "--max-sessions-per-user: 0 is out of range"},
+        BadRow{{"--max-sets=0"}, "--max-sets: 0 is out of range (1..65536)"},
+        BadRow{{"--max-sets=65537"}, "--max-sets: 65537 is out of range (1..65536)"},
+        BadRow{{"--max-messages=0"}, "--max-messages"}, BadRow{{"--max-messages=4294967296"}, "--max-messages"},
+        BadRow{{"--max-sessions-per-user=4294967296"}, "--max-sessions-per-user"},
+        // Groups.
+        BadRow{{"--system-group=no_such_group_pfmfs"}, "--system-group: unknown group 'no_such_group_pfmfs'"},
+        BadRow{{"--system-group=-1"}, "--system-group"}, BadRow{{"--system-group=4294967295"}, "--system-group"},
+        BadRow{{"--system-group=99999999999999999999"}, "--system-group"},
+        // Mount points.
+        BadRow{{"/a", "/b"}, "more than one mount point: '/a' and '/b'"},
+        BadRow{{"/a", "-f", "b"}, "more than one mount point"}, BadRow{{""}, "mount point"},
+        BadRow{{"--", "/a", "/b"}, "more than one mount point"},
+        // A bad option anywhere spoils the line, even next to --help.
+        BadRow{{"--help", "--bogus"}, "--bogus"}));
+
+TEST(DaemonOptions, UsageHasOneLinePerOption) {
+  std::string usage = usageText();
+  EXPECT_EQ(usage.rfind("usage: pfmfsd [options] [MOUNTPOINT]", 0), 0u) << usage;
+  std::vector<std::string> lines;
+  std::istringstream in(usage);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_FALSE(usage.empty());
+  EXPECT_EQ(usage.back(), '\n');
+  const std::vector<std::string> options = {
+      "-f", "-d", "-o OPT[,OPT...]", "--pmu=auto|sim", "--sim-clock=real|manual", "--sim-width=W", "--sim-counters=N",
+      "--sim-events=FILE", "--tick=NS", "--max-sessions-per-user=N", "--max-sets=N", "--max-messages=N",
+      "--allow-kernel", "--system-group=GROUP", "--help", "--version"};
+  EXPECT_EQ(lines.size(), options.size() + 1);
+  for (const auto& opt : options) {
+    int found = 0;
+    for (const auto& l : lines)
+      if (l.find("  " + opt + " ") == 0 || l.find(" " + opt + " ") != std::string::npos) ++found;
+    EXPECT_EQ(found, 1) << opt << " in\n" << usage;
+  }
+  for (const auto& l : lines) EXPECT_LE(l.size(), 120u) << l;
+}
+
+}  // namespace
+}  // namespace pfmfs::fs

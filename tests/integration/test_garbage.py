@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+# Garbage writes through the mount: every writable file fed malformed input.
+# Each write fails with its errno, leaves a new printable reason in `error`
+# (naming the offending word where there is one), and changes nothing: every
+# readable file of the session is byte-identical before and after.
+import errno
+import os
+
+import pfmfs_mount
+from pfmfs_mount import PRINTABLE, MountTestCase
+
+EINVAL = errno.EINVAL
+
+# (file relative to the session or 'advance', text, errno, a word the reason must contain)
+UNLOADED_CASES = [
+    ('mode', 'threads\n', EINVAL, 'threads'),
+    ('mode', 'THREAD\n', EINVAL, None),
+    ('mode', 'system thread\n', EINVAL, None),
+    ('mode', '1\n', EINVAL, None),
+    ('mode', '\n', EINVAL, None),
+    ('mode', 'thread\nsystem\n', EINVAL, None),
+    ('flags', 'bogusflag\n', EINVAL, 'bogusflag'),
+    ('flags', 'autoclose bogusflag\n', EINVAL, 'bogusflag'),
+    ('flags', 'NO_MSG\n', EINVAL, None),
+    ('flags', 'autoclose=1\n', EINVAL, None),
+    ('flags', 'notify_blocks\n', EINVAL, 'notify_blocks'),
+    ('ctl', 'frobnicate\n', EINVAL, 'frobnicate'),
+    ('ctl', 'load\n', EINVAL, None),
+    ('ctl', 'load abc\n', EINVAL, 'abc'),
+    ('ctl', 'load -5\n', EINVAL, None),
+    ('ctl', 'load 12 13\n', EINVAL, None),
+    ('ctl', 'load 12 set=\n', EINVAL, None),
+    ('ctl', 'load 12 set=abc\n', EINVAL, None),
+    ('ctl', 'load 12 set=70001\n', EINVAL, None),
+    ('ctl', 'load 99999999999999999999\n', EINVAL, None),
+    ('ctl', 'start abc\n', EINVAL, None),
+    ('ctl', 'stop now\n', EINVAL, None),
+    ('ctl', 'restart 1\n', EINVAL, None),
+    ('ctl', 'unload x\n', EINVAL, None),
+    ('ctl', 'unload\nload 12\n', EINVAL, None),
+    ('ctl', 'LOAD 12\n', EINVAL, None),
+    ('sets/0/pmc0', 'bogus\n', EINVAL, 'bogus'),
+    ('sets/0/pmc0', '0x1003c junk\n', EINVAL, 'junk'),
+    ('sets/0/pmc0', '0x100000001003c\n', EINVAL, 'reserved'),
+    ('sets/0/pmc0', '0x3c\n', EINVAL, None),  # counts at no privilege level
+    ('sets/0/pmc1', 'UNHALTED_CORE_CYCLES:x\n', EINVAL, None),
+    ('sets/0/pmc1', 'NO_SUCH_EVENT\n', EINVAL, 'NO_SUCH_EVENT'),
+    ('sets/0/pmc1', '0x\n', EINVAL, None),
+    ('sets/0/pmc1', '0x1ffffffffffffffff\n', EINVAL, None),
+    ('sets/0/pmc1', '18446744073709551616\n', EINVAL, None),
+    ('sets/0/pmc16', '0x1000\n', EINVAL, 'reserved'),
+    ('sets/0/pmc0', '0x1003c no_emul\n', EINVAL, 'no_emul'),
+    ('sets/1/pmc2', '--1\n', EINVAL, None),
+    ('sets/0/pmd0', 'abc\n', EINVAL, 'abc'),
+    ('sets/0/pmd0', '5 long_reset=\n', EINVAL, None),
+    ('sets/0/pmd0', '5 long_reset=x\n', EINVAL, None),
+    ('sets/0/pmd0', '5 bogusattr\n', EINVAL, 'bogusattr'),
+    ('sets/0/pmd0', 'notify\n', EINVAL, None),
+    ('sets/0/pmd0', '5 long_reset=1 long_reset=2\n', EINVAL, None),
+    ('sets/0/pmd0', '+5\n', EINVAL, None),
+    ('sets/0/pmd0', '5 6\n', EINVAL, None),
+    ('sets/0/pmd0', '5 reset_pmds=99\n', EINVAL, None),
+    ('sets/0/pmd0', '5 reset_pmds=\n', EINVAL, None),
+    ('sets/0/pmd0', '-18446744073709551617\n', EINVAL, None),
+    ('sets/0/pmd1', '0x-5\n', EINVAL, None),
+    ('sets/1/pmd17', '\x01\x02\x7f\n', EINVAL, None),
+    ('sets/0/regs', 'pmc0 0x1003c\npmd0 bogus\n', EINVAL, None),  # the last line is bad: nothing applied
+    ('sets/0/regs', 'pmc99 0x1\n', EINVAL, None),
+    ('sets/0/regs', 'foo 1\n', EINVAL, None),
+    ('sets/0/regs', 'pmc1 0x100c0\npmc1 0x100c0\n', EINVAL, None),
+    ('sets/0/regs', 'pmd1\n', EINVAL, None),
+    ('sets/0/regs', '\n\n', EINVAL, None),
+    ('sets/1/regs', 'pmc1 0x1003c\npmd1 7\npmc2 0x100000000\n', EINVAL, None),
+    ('sets/0/switch', 'time 0\n', EINVAL, None),
+    ('sets/0/switch', 'time\n', EINVAL, None),
+    ('sets/0/switch', 'time abc\n', EINVAL, None),
+    ('sets/0/switch', 'sometimes\n', EINVAL, 'sometimes'),
+    ('sets/0/switch', 'ovfl 3\n', EINVAL, None),
+    ('sets/0/switch', 'none x\n', EINVAL, None),
+    ('sets/1/switch', 'TIME 100\n', EINVAL, None),
+    ('advance', 'abc\n', EINVAL, None),
+    ('advance', '-5\n', EINVAL, None),
+    ('advance', '1 2\n', EINVAL, None),
+    ('advance', '0x\n', EINVAL, None),
+]
+
+# While the session counts: registers, ctl and the clock (mode, flags and
+# switch are EBUSY while loaded, see test_ctl).
+ACTIVE_CASES = [
+    ('ctl', 'frobnicate\n', EINVAL, 'frobnicate'),
+    ('ctl', 'start 1 2\n', EINVAL, None),
+    ('ctl', 'stop stop\n', EINVAL, None),
+    ('ctl', 'start\nstop\n', EINVAL, None),
+    ('sets/0/pmc0', 'NO_SUCH_EVENT\n', EINVAL, 'NO_SUCH_EVENT'),
+    ('sets/0/pmc0', '0xffffffff0001003c\n', EINVAL, 'reserved'),
+    ('sets/0/pmc0', '0x3c\n', EINVAL, None),
+    ('sets/0/pmc16', '0x10000\n', EINVAL, 'reserved'),
+    ('sets/0/pmd0', 'x5\n', EINVAL, None),
+    ('sets/0/pmd0', '5 notify=2\n', EINVAL, None),
+    ('sets/0/pmd0', '5 switch_cnt=\n', EINVAL, None),
+    ('sets/1/pmd1', '5 smpl_pmds=1,,2\n', EINVAL, None),
+    ('sets/0/regs', 'pmc1 0x100c0\npmd1 1\npmd0 5 bogus\n', EINVAL, 'bogus'),
+    ('sets/1/regs', 'pmd1 7\npmc0 0x1003c extra\n', EINVAL, None),
+    ('advance', 'ten\n', EINVAL, None),
+    ('advance', '100ns\n', EINVAL, None),
+]
+
+
+class GarbageTest(MountTestCase):
+
+    def prepare(self):
+        """A session with two programmed sets, a switch policy and a flag."""
+        s = self.newSession()
+        s.mkset(1)
+        s.pmc(0, '0x1003c')
+        s.pmc(16, '0x222')
+        s.pmd(0, '-1000 long_reset=-2000 notify')
+        s.pmc(1, '0x100c0', 1)
+        s.pmd(1, '77', 1)
+        s.write('sets/1/switch', 'ovfl\n')
+        s.write('flags', 'no_msg\n')
+        return s
+
+    def snapshot(self, s):
+        files = ['state', 'mode', 'flags', 'counts']
+        for set_id in sorted(os.listdir(s.path('sets'))):
+            base = f'sets/{set_id}'
+            files += [f'{base}/{name}' for name in sorted(os.listdir(s.path(base)))]
+        return {f: s.read(f) for f in files}
+
+    def feed(self, s, cases):
+        for rel, text, err, word in cases:
+            with self.subTest(file=rel, text=text):
+                path = self.m.path('pmu/sim/advance') if rel == 'advance' else s.path(rel)
+                marker = self._markError(s, 'ctl', '')
+                before = self.snapshot(s)
+                self.assertErrno(err, pfmfs_mount.write, path, text)
+                after = self.snapshot(s)
+                for f in before:
+                    self.assertEqual(after[f], before[f], f'{f} changed')
+                if rel == 'advance':
+                    continue  # not a session's file: its error stays
+                reason = s.error()
+                self.assertTrue(reason.strip(), 'no reason in error')
+                self.assertNotEqual(reason, marker, 'error still holds the previous reason')
+                self.assertRegex(reason, PRINTABLE)
+                if word is not None:
+                    self.assertIn(word.lower(), reason.lower())
+
+    def test_garbage_while_unloaded(self):
+        s = self.prepare()
+        self.feed(s, UNLOADED_CASES)
+        self.assertEqual(s.read('flags'), 'no_msg\n')
+        self.assertEqual(s.read('sets/0/regs').splitlines()[:2], ['pmc0 0x1003c', 'pmc16 0x222'])
+
+    def test_garbage_while_active(self):
+        s = self.prepare()
+        pid = self.sleeper()
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(100)
+        self.feed(s, ACTIVE_CASES)
+        self.assertEqual(s.readPmd(17), 300)
+
+    def test_there_are_enough_cases(self):
+        distinct = {(rel, text) for rel, text, _, _ in UNLOADED_CASES + ACTIVE_CASES}
+        self.assertGreaterEqual(len(distinct), 40)
+        kinds = {rel.split('/')[-1].rstrip('0123456789') for rel, _, _, _ in UNLOADED_CASES}
+        self.assertEqual(kinds, {'mode', 'flags', 'ctl', 'pmc', 'pmd', 'regs', 'switch', 'advance'})
+
+    def test_huge_and_binary_garbage(self):
+        s = self.prepare()
+        before = self.snapshot(s)
+        for rel, text in (('ctl', 'x' * 100_000), ('sets/0/pmc0', '\x00' * 10), ('sets/0/regs', 'pmc0 ' * 20_000),
+                          ('flags', '\xff\xfe'.encode('latin-1')), ('sets/0/pmd0', b'5\x00notify')):
+            with self.subTest(file=rel, size=len(text)):
+                self.assertErrno(EINVAL, pfmfs_mount.write, s.path(rel), text)
+                reason = s.error()
+                self.assertRegex(reason, PRINTABLE)  # control and non-ASCII bytes made printable
+                self.assertLess(len(reason), 4096)  # a reason, not an echo of the input
+                self.assertEqual(self.snapshot(s), before)
+
+    def test_a_good_write_after_garbage_works(self):
+        s = self.prepare()
+        self.assertErrno(EINVAL, s.write, 'sets/0/pmc0', 'bogus\n')
+        s.pmc(0, '0x100c0')
+        self.assertEqual(s.read('sets/0/pmc0'), '0x100c0\n')
+        self.assertErrno(EINVAL, s.write, 'sets/0/regs', 'pmc1 0x1003c\npmd1 x\n')
+        s.write('sets/0/regs', 'pmc1 0x1003c\npmd1 9\n')
+        self.assertEqual(s.read('sets/0/pmc1'), '0x1003c\n')
+        self.assertEqual(s.readPmd(1), 9)
+
+
+if __name__ == '__main__':
+    pfmfs_mount.main()

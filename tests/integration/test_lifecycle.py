@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+# Lifetimes through the mount: the monitored thread exiting, rmdir in every
+# state, autoclose, the limits, and the daemon itself (bad options and mount
+# points exit 2 with one line; SIGTERM, SIGINT and umount exit 0, unmounted).
+import errno
+import os
+import random
+import signal
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+
+import pfmfs_mount
+from pfmfs_mount import Mount, MountTestCase, Reader, daemonPath, neg, stateLine, waitFor
+
+
+class ThreadExitTest(MountTestCase):
+
+    def test_process_exit_unloads_and_queues_end(self):
+        s = self.newSession()
+        proc = subprocess.Popen(['sleep', '1000'])
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        s.pmc(0, '0x1003c')
+        s.pmc(16, '0x200')  # fixed counter 2: reference cycles
+        s.ctl(f'load {proc.pid}')
+        s.ctl('start')
+        self.m.advance(1000)
+        proc.kill()
+        proc.wait()
+        final = stateLine('unloaded', queued=1, exited=True)
+        self.assertEqual(waitFor(lambda: s.state() == final), True, s.state())
+        self.assertEqual(s.state(), 'state=unloaded mode=thread target=- set=0 queued=1 lost=0 exited=1\n')
+        self.assertEqual(s.readPmd(0), 3000)  # counts kept
+        self.assertEqual(s.readPmd(18), 2500)
+        self.assertEqual(s.read('counts').splitlines()[0],
+                         'set=0 pmd=0 value=3000 enabled_ns=1000 running_ns=1000 scaled=3000')
+        self.assertEqual(s.readMessages(), 'type=end seq=1\n')
+        self.m.advance(1000)  # nothing counts any more
+        self.assertEqual(s.readPmd(0), 3000)
+        # The session can be used again on another thread.
+        pid = self.sleeper()
+        s.ctl(f'load {pid}')
+        self.assertEqual(s.state(), stateLine('loaded', target=pid))
+
+    def test_end_record_in_msg(self):
+        s = self.newSession()
+        proc = subprocess.Popen(['sleep', '1000'])
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        s.ctl(f'load {proc.pid}')  # loaded, not started: the exit still ends it
+        proc.kill()
+        proc.wait()
+        fd = os.open(s.path('msg'), os.O_RDONLY)
+        try:
+            record = os.read(fd, 64)  # blocks until the end message is queued
+        finally:
+            os.close(fd)
+        self.assertEqual(struct.unpack('<II56x', record), (2, 0))
+        self.assertEqual(s.state(), stateLine(exited=True))
+
+    def test_end_message_after_overflows_gets_the_next_seq(self):
+        s = self.newSession()
+        proc = subprocess.Popen(['sleep', '1000'])
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        s.pmc(0, '0x1003c')
+        s.pmd(0, '-300 notify')
+        s.ctl(f'load {proc.pid}')
+        s.ctl('start')
+        self.m.advance(100)
+        self.assertEqual(s.state(), stateLine('masked', target=proc.pid, queued=1))
+        proc.kill()
+        proc.wait()
+        self.assertTrue(waitFor(lambda: 'exited=1' in s.state()))
+        text = s.readMessages().splitlines()
+        self.assertEqual(len(text), 2)
+        self.assertTrue(text[0].startswith('type=ovfl seq=1 '))
+        self.assertEqual(text[1], 'type=end seq=2')
+
+    def test_end_message_under_no_msg(self):
+        s = self.newSession()
+        s.write('flags', 'no_msg')
+        proc = subprocess.Popen(['sleep', '1000'])
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        s.ctl(f'load {proc.pid}')
+        s.ctl('start')
+        proc.kill()
+        proc.wait()
+        self.assertTrue(waitFor(lambda: 'exited=1' in s.state()))
+        self.assertEqual(s.readMessages(), 'type=end seq=1\n')
+
+    def test_thread_exit_while_the_process_lives(self):
+        t = self.threaded()
+        s = self.newSession()
+        s.pmc(0, '0x1003c')
+        s.ctl(f'load {t.tid}')
+        s.ctl('start')
+        self.m.advance(10)
+        t.endThread()
+        self.assertTrue(waitFor(lambda: 'exited=1' in s.state()), s.state())
+        self.assertEqual(s.state(), stateLine(queued=1, exited=True))
+        self.assertEqual(s.readPmd(0), 30)
+        self.assertEqual(s.readMessages(), 'type=end seq=1\n')
+
+    def test_exited_clears_on_the_next_load(self):
+        s = self.newSession()
+        proc = subprocess.Popen(['sleep', '1000'])
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        s.ctl(f'load {proc.pid}')
+        proc.kill()
+        proc.wait()
+        self.assertTrue(waitFor(lambda: 'exited=1' in s.state()))
+        pid = self.sleeper()
+        s.ctl(f'load {pid}')
+        self.assertEqual(s.state(), stateLine('loaded', target=pid, queued=1))
+
+
+class RealClockExitTest(MountTestCase):
+    """Under the real clock the sim notices a reaped thread by itself."""
+
+    manual_clock = False
+
+    def test_exit_unloads(self):
+        s = self.newSession()
+        proc = subprocess.Popen(['sleep', '1000'])
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        s.pmc(0, '0x1003c')
+        s.ctl(f'load {proc.pid}')
+        s.ctl('start')
+        proc.kill()
+        proc.wait()
+        self.assertTrue(waitFor(lambda: 'exited=1' in s.state()), s.state())
+        self.assertEqual(s.state(), stateLine(queued=1, exited=True))
+        self.assertEqual(s.readMessages(), 'type=end seq=1\n')
+
+
+class StormTest(MountTestCase):
+    """Six threads hammer three sessions with every operation for 1.5 s: the
+    daemon answers each with a documented errno and keeps running."""
+
+    EXPECTED = {errno.ENOENT, errno.EEXIST, errno.EBUSY, errno.EINVAL, errno.EAGAIN, errno.ENOSPC}
+
+    def test_storm(self):
+        pids = [self.sleeper() for _ in range(4)]
+        deadline = time.monotonic() + 1.5
+        unexpected = []
+        done = []
+
+        def worker(i):
+            rnd = random.Random(i)
+            s = self.m.session(f'storm{i % 3}')
+            ops = ['mkdir', 'rmdir', 'load', 'start', 'stop', 'unload', 'restart', 'advance', 'read', 'pmc',
+                   'pmd', 'mkset', 'rmset', 'msg', 'switch']
+            n = 0
+            while time.monotonic() < deadline:
+                op = rnd.choice(ops)
+                try:
+                    if op == 'mkdir':
+                        os.mkdir(s.dir)
+                    elif op == 'rmdir':
+                        os.rmdir(s.dir)
+                    elif op == 'load':
+                        s.ctl(f'load {rnd.choice(pids)}')
+                    elif op in ('start', 'stop', 'unload', 'restart'):
+                        s.ctl(op)
+                    elif op == 'advance':
+                        self.m.advance(rnd.randint(1, 100_000))
+                    elif op == 'read':
+                        for rel in ('state', 'counts', 'sets/0/regs', 'sets/0/info', 'sets/0/pmd0'):
+                            s.read(rel)
+                    elif op == 'pmc':
+                        s.pmc(rnd.choice((0, 1)), rnd.choice(('0x1003c', '0x100c0', '0')))
+                    elif op == 'pmd':
+                        s.pmd(0, rnd.choice(('-3000 notify long_reset=-3000', '-30 short_reset=-30', '0')))
+                    elif op == 'mkset':
+                        s.mkset(rnd.randint(1, 4))
+                    elif op == 'rmset':
+                        os.rmdir(s.path(f'sets/{rnd.randint(0, 4)}'))
+                    elif op == 'msg':
+                        s.readMessages()
+                    elif op == 'switch':
+                        s.write(f'sets/{rnd.randint(0, 2)}/switch', rnd.choice(('time 1000', 'none', 'ovfl')))
+                except OSError as e:
+                    if e.errno not in self.EXPECTED:
+                        unexpected.append(f'{op}: {e}')
+                n += 1
+            done.append(n)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(len(done), 6, 'a worker hung')
+        self.assertEqual(unexpected, [])
+        self.assertIsNone(self.m.proc.poll(), 'the daemon died')
+        for i in range(3):
+            s = self.m.session(f'storm{i}')
+            if s.exists():
+                self.assertRegex(s.state(), r'^state=(unloaded|loaded|active|masked) mode=thread target=\S+ '
+                                            r'set=\d+ queued=\d+ lost=\d+( exited=1)?\n$')
+                s.destroy()
+
+
+class RmdirTest(MountTestCase):
+
+    def states(self):
+        """(name, setup) for each state a session can be in."""
+        def unloaded(s, pid):
+            pass
+
+        def loaded(s, pid):
+            s.ctl(f'load {pid}')
+
+        def active(s, pid):
+            s.pmc(0, '0x1003c')
+            s.ctl(f'load {pid}')
+            s.ctl('start')
+            self.m.advance(10)
+
+        def masked(s, pid):
+            s.pmc(0, '0x1003c')
+            s.pmd(0, '-30 notify')
+            s.ctl(f'load {pid}')
+            s.ctl('start')
+            self.m.advance(10)
+            self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1))
+
+        def two_sets_switching(s, pid):
+            s.mkset(1)
+            s.write('sets/0/switch', 'time 5')
+            s.write('sets/1/switch', 'time 5')
+            active(s, pid)
+        return [('unloaded', unloaded), ('loaded', loaded), ('active', active), ('masked', masked),
+                ('switching', two_sets_switching)]
+
+    def test_rmdir_in_every_state(self):
+        pid = self.sleeper()
+        for name, setup in self.states():
+            with self.subTest(state=name):
+                s = self.newSession(f'rm-{name}')
+                setup(s, pid)
+                os.rmdir(s.dir)
+                self.assertFalse(os.path.exists(s.dir))
+                self.assertNotIn(s.name, os.listdir(self.m.path('sessions')))
+                self.assertErrno(errno.ENOENT, os.stat, s.path('state'))
+                # The thread is free and the name can be used again, fresh.
+                again = self.m.mkdirSession(s.name)
+                self.assertEqual(again.state(), stateLine())
+                self.assertEqual(again.read('sets/0/pmc0'), '0x0\n')
+                again.ctl(f'load {pid}')
+                os.rmdir(again.dir)
+
+    def test_rmdir_with_a_blocked_reader_and_open_files(self):
+        pid = self.sleeper()
+        s = self.newSession()
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        fd = os.open(s.path('messages'), os.O_RDONLY)
+        other = os.open(s.path('sets/0/pmd0'), os.O_RDONLY)
+        try:
+            reader = Reader(fd)
+            reader.start()
+            time.sleep(0.2)
+            self.assertTrue(reader.is_alive())
+            os.rmdir(s.dir)
+            self.assertTrue(reader.finished())
+            self.assertEqual(reader.result, b'')
+            self.assertIsNone(reader.error)
+            # What is still open refers to nothing: ENOENT, no stale session.
+            self.assertErrno(errno.ENOENT, os.pread, other, 64, 0)
+            self.assertEqual(os.read(fd, 4096), b'')  # messages: end of file from now on
+        finally:
+            os.close(fd)
+            os.close(other)
+        self.assertFalse(os.path.exists(s.dir))
+        t = self.newSession()
+        t.ctl(f'load {pid}')
+
+    def test_rmdir_takes_every_set(self):
+        s = self.newSession()
+        s.mkset(4)
+        s.mkset(9)
+        os.rmdir(s.dir)  # a session goes with all its sets
+        self.assertFalse(os.path.exists(s.dir))
+
+
+class AutocloseTest(MountTestCase):
+
+    def test_last_close_destroys(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        fd = os.open(s.path('state'), os.O_RDONLY)
+        self.assertErrno(errno.EBUSY, s.write, 'flags', 'autoclose\n')  # loaded: flags are fixed
+        s.ctl('unload')
+        s.write('flags', 'autoclose\n')
+        self.assertTrue(s.exists())  # fd is still open
+        other = os.open(s.path('sets/0/pmd0'), os.O_RDONLY)
+        os.close(fd)
+        self.assertTrue(s.exists())  # another file is open
+        os.close(other)
+        self.assertTrue(waitFor(lambda: not s.exists(), timeout=3), 'the last close did not destroy the session')
+        self.assertNotIn(s.name, os.listdir(self.m.path('sessions')))
+
+    def test_autoclose_of_a_loaded_session_frees_its_thread(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        fd = os.open(s.path('state'), os.O_RDONLY)
+        s.write('flags', 'autoclose')
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        os.close(fd)
+        self.assertTrue(waitFor(lambda: not s.exists(), timeout=3))
+        t = self.newSession()
+        t.ctl(f'load {pid}')
+
+    def test_shell_autoclose(self):
+        s = self.newSession()
+        status, out, err = self.m.sh(
+            f'cd sessions/{s.name} && exec 3<state && echo autoclose > flags && cat flags '
+            f'&& test -d ../{s.name} && exec 3<&-')
+        self.assertEqual((status, out, err), (0, 'autoclose\n', ''))
+        self.assertTrue(waitFor(lambda: not s.exists(), timeout=3))
+
+    def test_directories_do_not_hold_the_session(self):
+        s = self.newSession()
+        dfd = os.open(s.dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fd = os.open(s.path('state'), os.O_RDONLY)
+            s.write('flags', 'autoclose\n')
+            os.close(fd)
+            self.assertTrue(waitFor(lambda: not os.path.exists(s.dir), timeout=3))
+        finally:
+            os.close(dfd)
+
+    def test_without_autoclose_closing_keeps_it(self):
+        s = self.newSession()
+        fd = os.open(s.path('state'), os.O_RDONLY)
+        os.close(fd)
+        time.sleep(0.1)
+        self.assertTrue(s.exists())
+
+
+class LimitsTest(MountTestCase):
+    mount_args = ['--max-sessions-per-user=3', '--max-sets=4', '--max-messages=1']
+
+    def test_sessions_per_user(self):
+        made = [self.newSession(f'lim-{i}') for i in range(3)]
+        self.assertErrno(errno.ENOSPC, os.mkdir, self.m.path('sessions', 'lim-3'))
+        self.assertFalse(os.path.exists(self.m.path('sessions', 'lim-3')))
+        os.rmdir(made[0].dir)
+        self.newSession('lim-3')
+        self.assertErrno(errno.ENOSPC, os.mkdir, self.m.path('sessions', 'lim-4'))
+
+    def test_sets_per_session(self):
+        s = self.newSession()
+        for n in (1, 2, 3):
+            s.mkset(n)
+        self.assertErrno(errno.ENOSPC, s.mkset, 4)
+        self.assertNotEqual(s.error(), '')
+        self.assertEqual(sorted(os.listdir(s.path('sets'))), ['0', '1', '2', '3'])
+        os.rmdir(s.path('sets/2'))
+        s.mkset(65535)
+        self.assertEqual(sorted(os.listdir(s.path('sets')), key=int), ['0', '1', '3', '65535'])
+
+    def test_messages_per_session(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        s.pmc(0, '0x1003c')
+        s.pmd(0, '-30 long_reset=-30 notify')
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(10)
+        s.ctl('restart')
+        self.m.advance(10)
+        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1, lost=1))
+        self.assertEqual(s.readPmd(0), 0)
+        s.ctl('restart')
+        self.assertEqual(s.readPmd(0), neg(30))
+
+
+class DaemonTest(MountTestCase):
+    """The daemon's own life: each test starts the daemons it needs."""
+
+    @classmethod
+    def setUpClass(cls):
+        pass
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
+    def runDaemon(self, args, timeout=10):
+        try:
+            p = subprocess.run([daemonPath()] + args, capture_output=True, text=True, timeout=timeout,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            # It mounted instead of refusing: unmount what it left behind.
+            subprocess.run(['fusermount3', '-u', '-z', args[-1]], stderr=subprocess.DEVNULL)
+            self.fail(f'pfmfsd {args} did not exit within {timeout} s')
+        return p.returncode, p.stdout, p.stderr
+
+    def assertOneLineError(self, args):
+        status, out, err = self.runDaemon(args)
+        self.assertEqual(status, 2, f'{args}: {err!r}')
+        self.assertEqual(err.count('\n'), 1, f'{args}: {err!r}')
+        self.assertTrue(err.endswith('\n') and len(err.strip()) > 0, f'{args}: {err!r}')
+
+    def test_bad_options_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for bad in (['--bogus'], ['--pmu=nope'], ['--sim-width=8'], ['--sim-width=65'], ['--sim-counters=0'],
+                        ['--sim-counters=9'], ['--sim-clock=sometimes'], ['--max-sets=0'], ['--max-sets=x'],
+                        ['--tick=1'], ['--system-group=no-such-group-pfmfs'], ['-z'],
+                        ['--sim-events=/nonexistent/events']):
+                with self.subTest(args=bad):
+                    self.assertOneLineError(['-f', '--pmu=sim'] + bad + [tmp])
+                    self.assertFalse(os.path.ismount(tmp))
+            with self.subTest(args='two mount points'):
+                self.assertOneLineError(['-f', '--pmu=sim', tmp, tmp])
+
+    def test_unusable_mount_points_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            regular = os.path.join(tmp, 'file')
+            open(regular, 'w').close()
+            for mnt in (regular, os.path.join(tmp, 'no', 'such', 'dir')):
+                with self.subTest(mountpoint=mnt):
+                    self.assertOneLineError(['-f', '--pmu=sim', '--sim-clock=manual', mnt])
+                    self.assertFalse(os.path.ismount(mnt))
+
+    def test_help_and_version(self):
+        status, out, err = self.runDaemon(['--version'])
+        self.assertEqual((status, out), (0, 'pfmfsd 0.1.0\n'))
+        status, out, err = self.runDaemon(['--help'])
+        self.assertEqual(status, 0)
+        for option in ('--pmu', '--sim-clock', '--max-sessions-per-user', '--allow-kernel', '--system-group'):
+            self.assertIn(option, out)
+
+    def startMount(self):
+        m = Mount().start()
+        self.addCleanup(m._cleanupAfterFailure)  # a no-op once close() ran
+        return m
+
+    def activeSession(self, m):
+        s = m.mkdirSession('busy')
+        pid = self.sleeper()
+        s.pmc(0, '0x1003c')
+        s.pmd(0, '-300 notify')
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        m.advance(10)
+        t = m.mkdirSession('masked')
+        pid2 = self.sleeper()
+        t.pmc(0, '0x1003c')
+        t.pmd(0, '-30 notify')
+        t.ctl(f'load {pid2}')
+        t.ctl('start')
+        m.advance(10)
+        self.assertEqual(t.state(), stateLine('masked', target=pid2, queued=1))
+        return s
+
+    def test_sigterm_with_active_sessions(self):
+        m = self.startMount()
+        self.activeSession(m)
+        m.close(signal.SIGTERM)  # asserts exit 0 and unmounted
+
+    def test_sigint_with_a_blocked_reader(self):
+        m = self.startMount()
+        s = self.activeSession(m)
+        fd = os.open(s.path('msg'), os.O_RDONLY)
+        reader = Reader(fd, 64)
+        reader.start()
+        time.sleep(0.2)
+        try:
+            m.close(signal.SIGINT)
+            self.assertTrue(reader.finished(), 'a blocked read outlived the daemon')
+            self.assertEqual((reader.result, reader.error), (b'', None))  # end of file
+        finally:
+            try:
+                os.close(fd)
+            except OSError as e:  # the connection is gone: the kernel cannot flush
+                self.assertEqual(e.errno, errno.ENOTCONN)
+
+    def test_umount_ends_the_daemon(self):
+        m = self.startMount()
+        self.activeSession(m)
+        subprocess.run(['umount', m.mnt], check=True)
+        self.assertEqual(m.waitExit(), 0)
+        self.assertFalse(os.path.ismount(m.mnt))
+        m.close()
+
+    def test_fusermount_unmount_ends_the_daemon(self):
+        m = self.startMount()
+        subprocess.run(['fusermount3', '-u', m.mnt], check=True)
+        self.assertEqual(m.waitExit(), 0)
+        m.close()
+
+    def test_threads_are_free_after_the_daemon_exits(self):
+        pid = self.sleeper()
+        with Mount() as m:
+            s = m.mkdirSession('first')
+            s.ctl(f'load {pid}')
+        with Mount() as m:
+            s = m.mkdirSession('second')
+            s.ctl(f'load {pid}')
+            self.assertEqual(s.state(), stateLine('loaded', target=pid))
+
+
+if __name__ == '__main__':
+    pfmfs_mount.main()

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+# Multiplexing through the mount (SPEC §3.1): time-based switching with exact
+# runs, duration_ns, timeout_ns and scaled counts; overflow-based switching
+# with switch_cnt; start N; phased events showing multiplexing bias.
+import pfmfs_mount
+from pfmfs_mount import MountTestCase, countsLine, neg, stateLine
+
+AVAIL = 'avail_pmcs=0x1000f avail_pmds=0x7000f'
+MS = 1_000_000
+
+
+def info(runs, duration, timeout, ovfl='0x0'):
+    return f'runs={runs} duration_ns={duration} timeout_ns={timeout} ovfl_pmds={ovfl} {AVAIL}\n'
+
+
+class MultiplexTest(MountTestCase):
+
+    def twoTimeSets(self):
+        """set0: cycles; set1: instructions and branch misses; 1 ms each."""
+        s = self.newSession()
+        pid = self.sleeper()
+        s.mkset(1)
+        s.write('sets/0/switch', 'time 1000000\n')
+        s.write('sets/1/switch', 'time 1000000\n')
+        s.pmc(0, '0x1003c', 0)
+        s.pmc(0, '0x100c0', 1)
+        s.pmc(1, 'BRANCH_MISSES_RETIRED', 1)
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        return s, pid
+
+    def checkTwoTimeSets(self, s, pid):
+        # set0 (0,1] (2,3] (4,5] (6,7] (8,9] (10,10.5] ms; set1 the other five.
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=0))
+        self.assertEqual(s.read('sets/0/info'), info(6, 5_500_000, 500_000))
+        self.assertEqual(s.read('sets/1/info'), info(5, 5_000_000, MS))
+        self.assertEqual(s.readPmd(0, 0), 16_500_000)
+        self.assertEqual(s.readPmd(0, 1), 10_000_000)
+        self.assertEqual(s.readPmd(1, 1), 20_000)  # 0.004/ns over 5 ms
+        self.assertEqual(s.read('counts'),
+                         countsLine(0, 0, 16_500_000, 10_500_000, 5_500_000)
+                         + countsLine(1, 0, 10_000_000, 10_500_000, 5_000_000)
+                         + countsLine(1, 1, 20_000, 10_500_000, 5_000_000))
+        self.assertEqual(s.read('counts').splitlines(), [
+            'set=0 pmd=0 value=16500000 enabled_ns=10500000 running_ns=5500000 scaled=31500000',
+            'set=1 pmd=0 value=10000000 enabled_ns=10500000 running_ns=5000000 scaled=21000000',
+            'set=1 pmd=1 value=20000 enabled_ns=10500000 running_ns=5000000 scaled=42000'])
+
+    def test_time_switching_one_advance(self):
+        s, pid = self.twoTimeSets()
+        self.assertEqual(s.read('sets/0/switch'), 'time 1000000\n')
+        self.m.advance(10_500_000)
+        self.checkTwoTimeSets(s, pid)
+        # 0.5 ms more ends exactly on set0's timeout: the switch happens.
+        self.m.advance(500_000)
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+        self.assertEqual(s.read('sets/0/info'), info(6, 6_000_000, MS))
+        self.assertEqual(s.read('sets/1/info'), info(6, 5_000_000, MS))
+        self.m.advance(1)
+        self.assertEqual(s.read('sets/1/info'), info(6, 5_000_001, MS - 1))
+
+    def test_time_switching_many_small_advances(self):
+        s, pid = self.twoTimeSets()
+        for _ in range(15):
+            self.m.advance(700_000)
+        self.checkTwoTimeSets(s, pid)
+
+    def test_stop_keeps_the_set_and_its_timeout(self):
+        s, pid = self.twoTimeSets()
+        self.m.advance(1_250_000)  # set1 for 0.25 ms
+        self.assertEqual(s.read('sets/1/info'), info(1, 250_000, 750_000))  # active: what is left
+        s.ctl('stop')
+        self.m.advance(5 * MS)  # stopped: nothing switches
+        self.assertEqual(s.state(), stateLine('loaded', target=pid, set_id=1))
+        self.assertEqual(s.read('sets/1/info'), info(1, 250_000, MS))  # stopped: the whole timeout
+        s.ctl('start')  # resumes the last active set with a fresh activation
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+        self.assertEqual(s.read('sets/1/info'), info(2, 250_000, MS))
+
+    def test_never_run_set_has_no_scaled_value(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        for n in (1, 2):
+            s.mkset(n)
+        for n in (0, 1, 2):
+            s.write(f'sets/{n}/switch', 'time 1000000')
+            s.pmc(0, 'UNHALTED_CORE_CYCLES', n)
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(1_500_000)
+        self.assertEqual(s.read('counts'),
+                         countsLine(0, 0, 3_000_000, 1_500_000, MS)
+                         + countsLine(1, 0, 1_500_000, 1_500_000, 500_000)
+                         + 'set=2 pmd=0 value=0 enabled_ns=1500000 running_ns=0 scaled=-\n')
+        self.assertEqual(s.read('sets/2/info'), info(0, 0, MS))
+
+    def test_start_n_and_round_robin_order(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        for n in (7, 3):  # created out of order: switching goes by id
+            s.mkset(n)
+        for n in (0, 3, 7):
+            s.write(f'sets/{n}/switch', f'time {1000 * (n + 1)}')
+            s.pmc(0, '0x1003c', n)
+        s.ctl(f'load {pid}')
+        s.ctl('start 3')  # the first start runs set 3, not the lowest
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=3))
+        self.m.advance(4000)  # set3 (0,4000]: then set 7
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=7))
+        self.m.advance(8000)  # set7 (4000,12000]: then set 0 (wraps to the lowest)
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=0))
+        self.m.advance(1000)  # set0 (12000,13000]: then set 3
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=3))
+        self.assertEqual(s.read('sets/0/info'), info(1, 1000, 1000))
+        self.assertEqual(s.read('sets/3/info'), info(2, 4000, 4000))
+        self.assertEqual(s.read('sets/7/info'), info(1, 8000, 8000))
+        self.assertEqual(s.readPmd(0, 7), 24_000)
+        s.ctl('start 0')  # start N on an active session switches to N
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=0))
+        self.assertEqual(s.read('sets/0/info'), info(2, 1000, 1000))
+        self.m.advance(500)
+        self.assertEqual(s.readPmd(0, 0), 4500)
+        self.assertEqual(s.read('sets/0/info'), info(2, 1500, 500))
+
+    def test_overflow_switching_with_switch_cnt(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        s.mkset(1)
+        s.write('sets/0/switch', 'ovfl\n')
+        self.assertEqual(s.read('sets/0/switch'), 'ovfl\n')
+        s.write('sets/1/switch', 'time 1000000\n')
+        s.pmc(0, '0x1003c', 0)
+        s.pmd(0, '-3000 short_reset=-3000 switch_cnt=2', 0)  # overflows every 1000 ns
+        s.pmc(0, '0x100c0', 1)
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(1999)  # one overflow: one left before the switch
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=0))
+        self.assertEqual(s.readPmd(0, 0), neg(3))
+        self.m.advance(1)  # the second overflow switches to set 1
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+        self.assertEqual(s.read('sets/0/info'), info(1, 2000, 0, '0x1'))
+        self.assertEqual(s.read('sets/1/info'), info(1, 0, MS))
+        self.assertEqual(s.readPmd(0, 0), neg(3000))
+        self.m.advance(MS)  # set1's time is up: back to set 0, switch count reloaded
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=0))
+        self.assertEqual(s.readPmd(0, 1), 2_000_000)
+        self.assertEqual(s.read('sets/0/info'), info(2, 2000, 0, '0x1'))
+        self.m.advance(1000)
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=0))
+        self.m.advance(1000)
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+        self.assertEqual(s.read('sets/0/info'), info(2, 4000, 0, '0x1'))
+        self.assertEqual(s.read('sets/1/info'), info(2, MS, MS))
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+
+    def test_phased_events_show_multiplexing_bias(self):
+        # SIM_PHASE_A runs at 4/ns in the first ms of every 2 ms: set 0, which
+        # is active exactly then, sees it all; set 1 sees nothing.
+        s = self.newSession()
+        pid = self.sleeper()
+        s.mkset(1)
+        for n in (0, 1):
+            s.write(f'sets/{n}/switch', 'time 1000000')
+            s.pmc(0, 'SIM_PHASE_A', n)
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(4 * MS)
+        self.assertEqual(s.read('counts'),
+                         countsLine(0, 0, 8_000_000, 4 * MS, 2 * MS) + countsLine(1, 0, 0, 4 * MS, 2 * MS))
+
+
+if __name__ == '__main__':
+    pfmfs_mount.main()

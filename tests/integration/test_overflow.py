@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+# Overflows and messages through the mount (SPEC §2.4, §3.3): notify, mask and
+# restart with long resets, silent short resets, reset_pmds, no_msg,
+# notify_block, the message queue limit, the text and 64-byte records, read
+# sizes, blocking reads, poll/select/epoll, O_NONBLOCK and EOF on rmdir.
+import errno
+import fcntl
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pfmfs_mount
+from pfmfs_mount import MountTestCase, Reader, neg, simIp, stateLine, waitFor
+
+MSG = struct.Struct('<IIHHIQ5Q')  # pfarg_msg_t: 64 bytes
+assert MSG.size == 64
+
+
+def ovflLine(seq, pid, tid, t_ns, set_id=0, pmds=0x1, cpu=0):
+    return f'type=ovfl seq={seq} set={set_id} pmds={pmds:#x} pid={pid} tid={tid} cpu={cpu} ip={simIp(t_ns):#x}\n'
+
+
+def notifying(s, pid, first=3000, long_reset=6000, extra=''):
+    """pmd0 counts cycles (3/ns) and notifies after `first` cycles, then after
+    `long_reset` cycles following each restart; loaded on pid and started."""
+    s.pmc(0, '0x1003c')
+    s.pmd(0, f'-{first} long_reset=-{long_reset} notify{extra}')
+    s.ctl(f'load {pid}')
+    s.ctl('start')
+
+
+class OverflowTest(MountTestCase):
+
+    def test_notify_masks_queues_and_restart_applies_long_reset(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid)
+        s.pmc(1, '0x100c0')
+        self.m.advance(999)
+        self.assertEqual(s.state(), stateLine('active', target=pid))
+        self.assertEqual(s.readPmd(0), neg(3))
+        self.m.advance(1)  # the 3000th cycle wraps the 64-bit value
+        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1))
+        self.assertEqual(s.readPmd(0), 0)
+        self.assertEqual(s.readPmd(1), 2000)
+        self.assertEqual(s.read('sets/0/info').split()[:4],
+                         ['runs=1', 'duration_ns=1000', 'timeout_ns=0', 'ovfl_pmds=0x1'])
+        self.m.advance(1000)  # masked: nothing counts
+        self.assertEqual(s.readPmd(0), 0)
+        self.assertEqual(s.readPmd(1), 2000)
+        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000))
+        self.assertEqual(s.state(), stateLine('masked', target=pid))  # the read consumed it
+        s.ctl('restart')
+        self.assertEqual(s.state(), stateLine('active', target=pid))
+        self.assertEqual(s.readPmd(0), neg(6000))
+        self.m.advance(1999)
+        self.assertEqual(s.state(), stateLine('active', target=pid))
+        self.m.advance(1)
+        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1))
+        self.assertEqual(s.readPmd(1), 6000)
+        record = s.readMsg()
+        self.assertEqual(len(record), 64)
+        # The target's clock ran on while masked: the overflow is at 4000 ns.
+        self.assertEqual(MSG.unpack(record), (1, pid, 0, 0, pid, simIp(4000), 0x1, 0, 0, 0, 0))
+        s.ctl('restart')
+        self.assertEqual(s.readPmd(0), neg(6000))
+        self.assertErrno(errno.EBUSY, s.ctl, 'restart')
+
+    def test_pid_and_tid_of_a_thread_target(self):
+        t = self.threaded()
+        self.assertNotEqual(t.pid, t.tid)
+        s = self.newSession()
+        notifying(s, t.tid, long_reset=3000)
+        self.m.advance(1000)
+        self.assertEqual(s.readMessages(), ovflLine(1, t.pid, t.tid, 1000))
+        s.ctl('restart')
+        self.m.advance(1000)
+        fields = MSG.unpack(s.readMsg())
+        # perfmon2's fields: msg_ovfl_pid holds the thread, msg_ovfl_tid the process.
+        self.assertEqual(fields[0], 1)
+        self.assertEqual(fields[1], t.tid)
+        self.assertEqual(fields[4], t.pid)
+        self.assertEqual(fields[5], simIp(2000))
+        self.assertEqual(fields[6:], (1, 0, 0, 0, 0))
+
+    def test_message_of_a_second_set(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        s.mkset(2)
+        s.pmc(1, '0x100c0', 2)
+        s.pmd(1, '-2000 notify', 2)
+        s.ctl(f'load {pid} set=2')
+        s.ctl('start')
+        self.m.advance(1000)
+        self.assertEqual(s.state(), stateLine('masked', target=pid, set_id=2, queued=1))
+        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000, set_id=2, pmds=0x2))
+        self.assertEqual(s.read('sets/2/info').split()[3], 'ovfl_pmds=0x2')
+
+    def test_short_reset_without_notify(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        s.pmc(0, '0x1003c')
+        s.pmd(0, '-3000 short_reset=-1500')
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(1000)
+        self.assertEqual(s.readPmd(0), neg(1500))
+        self.assertEqual(s.state(), stateLine('active', target=pid))
+        self.m.advance(500)  # overflows again, reset again
+        self.assertEqual(s.readPmd(0), neg(1500))
+        self.m.advance(250)
+        self.assertEqual(s.readPmd(0), neg(750))
+        self.assertEqual(s.state(), stateLine('active', target=pid))
+        self.assertEqual(s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
+        self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
+
+    def test_reset_pmds_resets_another_counter(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        s.pmc(0, '0x1003c')
+        s.pmc(1, '0x100c0')
+        s.pmc(2, '0x100c0')
+        s.pmd(0, '-3000 short_reset=-3000 reset_pmds=1,2')
+        s.pmd(1, '5 short_reset=16')
+        s.pmd(2, '0 short_reset=0x100')
+        self.assertEqual(s.readPmd(1), 5)
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(999)
+        self.assertEqual(s.readPmd(1), 5 + 1998)
+        self.m.advance(1)  # pmd0 overflows: pmd1 and pmd2 take their short resets
+        self.assertEqual(s.readPmd(0), neg(3000))
+        self.assertEqual(s.readPmd(1), 16)
+        self.assertEqual(s.readPmd(2), 0x100)
+        self.m.advance(10)
+        self.assertEqual(s.readPmd(1), 36)
+        self.assertEqual(s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
+
+    def test_no_msg_masks_without_a_message(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        s.write('flags', 'no_msg\n')
+        notifying(s, pid, long_reset=3000)
+        self.m.advance(1000)
+        self.assertEqual(s.state(), stateLine('masked', target=pid))
+        self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
+        self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('msg'), 64, os.O_NONBLOCK)
+        s.ctl('restart')
+        self.assertEqual(s.readPmd(0), neg(3000))
+        self.m.advance(1000)
+        self.assertEqual(s.state(), stateLine('masked', target=pid))
+
+    def test_notify_block_holds_the_thread_clock(self):
+        # The sim cannot stop a real thread: it stops the target's clock, so
+        # 5000 ns advanced while held are not the thread's time.
+        s = self.newSession()
+        pid = self.sleeper()
+        s.write('flags', 'notify_block\n')
+        notifying(s, pid, long_reset=3000)
+        self.m.advance(1000)
+        self.m.advance(5000)
+        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000))
+        s.ctl('restart')
+        self.m.advance(1000)
+        self.assertEqual(s.readMessages(), ovflLine(2, pid, pid, 2000))
+
+    def test_message_read_sizes(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid, long_reset=3000)
+        self.m.advance(1000)
+        s.ctl('restart')
+        self.m.advance(1000)
+        line1, line2 = ovflLine(1, pid, pid, 1000).encode(), ovflLine(2, pid, pid, 2000).encode()
+        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=2))
+        fd = os.open(s.path('messages'), os.O_RDONLY)
+        try:
+            self.assertErrno(errno.EINVAL, os.read, fd, len(line1) - 1)  # not even one line fits
+            self.assertEqual(s.state(), stateLine('masked', target=pid, queued=2))  # nothing consumed
+            self.assertEqual(os.read(fd, len(line1) + 5), line1)  # whole lines only
+            self.assertEqual(os.read(fd, 4096), line2)
+        finally:
+            os.close(fd)
+        self.assertEqual(s.state(), stateLine('masked', target=pid))
+
+    def test_msg_read_sizes(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid, long_reset=3000)
+        self.m.advance(1000)
+        s.ctl('restart')
+        self.m.advance(1000)
+        fd = os.open(s.path('msg'), os.O_RDONLY)
+        try:
+            self.assertErrno(errno.EINVAL, os.read, fd, 63)
+            self.assertErrno(errno.EINVAL, os.read, fd, 1)
+            self.assertEqual(s.state(), stateLine('masked', target=pid, queued=2))
+            first = os.read(fd, 100)  # one whole record
+            self.assertEqual(len(first), 64)
+            self.assertEqual(MSG.unpack(first)[5], simIp(1000))
+            second = os.read(fd, 4096)
+            self.assertEqual(len(second), 64)
+            self.assertEqual(MSG.unpack(second)[5], simIp(2000))
+        finally:
+            os.close(fd)
+
+    def test_text_and_records_share_one_queue(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid, long_reset=3000)
+        for _ in range(3):
+            self.m.advance(1000)
+            s.ctl('restart')
+        self.assertEqual(s.state(), stateLine('active', target=pid, queued=3))
+        self.assertEqual(MSG.unpack(s.readMsg())[5], simIp(1000))
+        self.assertEqual(s.readMessages(), ovflLine(2, pid, pid, 2000) + ovflLine(3, pid, pid, 3000))
+        self.assertEqual(s.state(), stateLine('active', target=pid))
+
+    def test_both_message_files_nonblocking_when_empty(self):
+        s = self.newSession()
+        for rel, size in (('messages', 4096), ('msg', 64)):
+            with self.subTest(rel=rel):
+                self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path(rel), size, os.O_NONBLOCK)
+
+    def test_nonblocking_set_with_fcntl(self):
+        s = self.newSession()
+        fd = os.open(s.path('messages'), os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        self.assertErrno(errno.EAGAIN, os.read, fd, 4096)
+
+    def test_poll_reports_the_end_of_a_session(self):
+        s = self.newSession()
+        fd = os.open(s.path('messages'), os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        self.assertEqual(p.poll(0), [])
+        threading.Timer(0.2, os.rmdir, args=(s.dir,)).start()
+        events = p.poll(5000)
+        self.assertEqual(len(events), 1)
+        self.assertTrue(events[0][1] & (select.POLLIN | select.POLLHUP))
+        self.assertEqual(os.read(fd, 4096), b'')
+
+    def test_interrupted_read_loses_no_message(self):
+        # A reader interrupted by a signal gets EINTR at once; the message
+        # that comes later goes to the next reader, not to the dead request.
+        s = self.newSession()
+        pid = self.sleeper()
+        script = (
+            'import os, signal\n'
+            'class Stop(Exception): pass\n'
+            'def stop(*args): raise Stop()\n'
+            'signal.signal(signal.SIGUSR1, stop)\n'
+            f'fd = os.open({s.path("messages")!r}, os.O_RDONLY)\n'
+            'print("ready", flush=True)\n'
+            'try:\n'
+            '    print("read", os.read(fd, 4096), flush=True)\n'
+            'except Stop:\n'
+            '    print("interrupted", flush=True)\n')
+        child = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(child.wait)
+        self.addCleanup(child.stdout.close)
+        self.assertEqual(child.stdout.readline(), 'ready\n')
+        time.sleep(0.3)
+        child.send_signal(signal.SIGUSR1)
+        try:
+            out, _ = child.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            self.fail('a blocked read ignored the signal')
+        self.assertEqual(out, 'interrupted\n')
+        notifying(s, pid)
+        self.m.advance(1000)
+        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000))
+
+    def test_killed_reader_loses_no_message(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        cat = subprocess.Popen(['cat', s.path('messages')], stdout=subprocess.DEVNULL)
+        time.sleep(0.3)
+        cat.kill()
+        self.assertEqual(cat.wait(timeout=5), -signal.SIGKILL)
+        notifying(s, pid)
+        self.m.advance(1000)
+        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000))
+
+    def test_two_blocked_readers_one_message_each(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid, long_reset=3000)
+        fds = [os.open(s.path('messages'), os.O_RDONLY) for _ in range(2)]
+        for fd in fds:
+            self.addCleanup(os.close, fd)
+        readers = [Reader(fd) for fd in fds]
+        for r in readers:
+            r.start()
+        time.sleep(0.3)
+        self.m.advance(1000)
+        self.assertTrue(waitFor(lambda: sum(not r.is_alive() for r in readers) == 1, timeout=5))
+        time.sleep(0.2)
+        self.assertEqual(sum(r.is_alive() for r in readers), 1)  # one message wakes one reader
+        s.ctl('restart')
+        self.m.advance(1000)
+        for r in readers:
+            self.assertTrue(r.finished())
+        self.assertEqual(sorted(r.result.decode() for r in readers),
+                         [ovflLine(1, pid, pid, 1000), ovflLine(2, pid, pid, 2000)])
+
+    def test_blocking_read_woken_by_an_overflow(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid)
+        for rel, size in (('messages', 4096), ('msg', 64)):
+            with self.subTest(rel=rel):
+                fd = os.open(s.path(rel), os.O_RDONLY)
+                try:
+                    reader = Reader(fd, size)
+                    reader.start()
+                    time.sleep(0.3)
+                    self.assertTrue(reader.is_alive(), 'the read did not block on an empty queue')
+                    self.m.advance(1000)  # from this thread: the overflow wakes the reader
+                    self.assertTrue(reader.finished(), 'the blocked read was not woken')
+                    self.assertIsNone(reader.error)
+                    if rel == 'messages':
+                        self.assertEqual(reader.result.decode(), ovflLine(1, pid, pid, 1000))
+                    else:
+                        self.assertEqual(len(reader.result), 64)
+                        self.assertEqual(MSG.unpack(reader.result)[:2], (1, pid))
+                finally:
+                    os.close(fd)
+                s.ctl('restart')
+                s.pmd(0, '-3000 notify')  # the next overflow 1000 ns from here
+
+    def triggerLater(self, delay=0.3, ns=1000):
+        t = threading.Timer(delay, self.m.advance, args=(ns,))
+        t.start()
+        self.addCleanup(t.join)
+        return t
+
+    def test_poll_woken_by_an_overflow(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid)
+        fd = os.open(s.path('messages'), os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        self.assertEqual(p.poll(0), [])
+        self.triggerLater()
+        start = time.monotonic()
+        events = p.poll(5000)
+        self.assertLess(time.monotonic() - start, 4.5)
+        self.assertEqual(len(events), 1)
+        self.assertEqual(events[0][0], fd)
+        self.assertTrue(events[0][1] & select.POLLIN)
+        self.assertEqual(p.poll(0)[0][1] & select.POLLIN, select.POLLIN)  # readable while not empty
+        self.assertEqual(os.read(fd, 4096).decode(), ovflLine(1, pid, pid, 1000))
+        self.assertEqual(p.poll(0), [])
+
+    def test_epoll_woken_by_an_overflow(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid)
+        fd = os.open(s.path('msg'), os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        ep = select.epoll()
+        self.addCleanup(ep.close)
+        ep.register(fd, select.EPOLLIN)
+        self.assertEqual(ep.poll(0), [])
+        self.triggerLater()
+        events = ep.poll(5)
+        self.assertEqual(len(events), 1)
+        self.assertTrue(events[0][1] & select.EPOLLIN)
+        self.assertEqual(len(os.read(fd, 64)), 64)
+        self.assertEqual(ep.poll(0), [])
+
+    def test_select_woken_by_an_overflow(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid)
+        fd = os.open(s.path('messages'), os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        self.assertEqual(select.select([fd], [], [], 0)[0], [])
+        self.triggerLater()
+        readable, _, _ = select.select([fd], [], [], 5)
+        self.assertEqual(readable, [fd])
+
+    def test_blocked_reader_gets_eof_when_the_session_goes(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid)
+        fds = [os.open(s.path('messages'), os.O_RDONLY), os.open(s.path('msg'), os.O_RDONLY)]
+        try:
+            readers = [Reader(fds[0], 4096), Reader(fds[1], 64)]
+            for r in readers:
+                r.start()
+            time.sleep(0.3)
+            self.assertTrue(all(r.is_alive() for r in readers))
+            os.rmdir(s.dir)
+            for r in readers:
+                self.assertTrue(r.finished(), 'a blocked read outlived its session')
+                self.assertIsNone(r.error)
+                self.assertEqual(r.result, b'')
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.assertFalse(os.path.exists(s.dir))
+        # The thread is free for another session.
+        t = self.newSession()
+        t.ctl(f'load {pid}')
+
+
+class QueueLimitTest(MountTestCase):
+    """--max-messages=2: what does not fit is counted in lost=."""
+
+    mount_args = ['--max-messages=2']
+
+    def test_full_queue_counts_lost(self):
+        s = self.newSession()
+        pid = self.sleeper()
+        notifying(s, pid, long_reset=3000)
+        for i in range(1, 4):
+            self.m.advance(1000)
+            # Masked whether the message fit or not.
+            self.assertEqual(s.state(), stateLine('masked', target=pid, queued=min(i, 2), lost=max(0, i - 2)))
+            s.ctl('restart')
+        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000) + ovflLine(2, pid, pid, 2000))
+        self.m.advance(1000)  # room again: seq goes on without a gap
+        self.assertEqual(s.readMessages(), ovflLine(3, pid, pid, 4000))
+        self.assertEqual(s.state(), stateLine('masked', target=pid, lost=1))
+
+
+if __name__ == '__main__':
+    pfmfs_mount.main()

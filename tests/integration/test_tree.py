@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+# The shape of the mount (SPEC §2): version, pmu/ description files, the
+# listings of a session and a set, mkdir/rmdir of sessions and sets with
+# every errno, ENOENT, EPERM for new files, EACCES for read-only files, modes.
+import errno
+import os
+import stat
+
+import pfmfs_mount
+from pfmfs_mount import MountTestCase
+
+SESSION_FILES = ['counts', 'ctl', 'error', 'flags', 'messages', 'mode', 'msg', 'sets', 'state']
+SET_FILES = sorted(['info', 'regs', 'switch', 'pmc0', 'pmc1', 'pmc2', 'pmc3', 'pmc16',
+                    'pmd0', 'pmd1', 'pmd2', 'pmd3', 'pmd16', 'pmd17', 'pmd18'])
+
+EVENTS = [
+    'name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc="Core cycles while the thread is not halted"',
+    'name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc="Instructions retired"',
+    'name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f '
+    'desc="Reference cycles at the TSC rate while the thread is not halted"',
+    'name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc="Last-level cache references"',
+    'name=LLC_MISSES code=0x412e pmcs=0xf desc="Last-level cache misses"',
+    'name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc="Branch instructions retired"',
+    'name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc="Mispredicted branch instructions retired"',
+    'name=SIM_PHASE_A code=0x1f0 pmcs=0xf desc="Simulated event at 4/ns in the first half of every 2 ms"',
+    'name=SIM_PHASE_B code=0x2f0 pmcs=0xf desc="Simulated event at 4/ns in the second half of every 2 ms"',
+]
+
+# pmu/desc: name, addr, dfl_val, rsvd_msk of every PMC.
+PMC_DESC = {
+    0: ('PERFEVTSEL0', '0x186', '0x0', '0xffffffff00000000'),
+    1: ('PERFEVTSEL1', '0x187', '0x0', '0xffffffff00000000'),
+    2: ('PERFEVTSEL2', '0x188', '0x0', '0xffffffff00000000'),
+    3: ('PERFEVTSEL3', '0x189', '0x0', '0xffffffff00000000'),
+    16: ('FIXED_CTR_CTRL', '0x38d', '0x0', '0xfffffffffffff000'),
+}
+# pmu/desc: name, addr, width of every PMD.
+PMD_DESC = {
+    0: ('PMC0', '0xc1', '48'),
+    1: ('PMC1', '0xc2', '48'),
+    2: ('PMC2', '0xc3', '48'),
+    3: ('PMC3', '0xc4', '48'),
+    16: ('FIXED_CTR0', '0x309', '48'),
+    17: ('FIXED_CTR1', '0x30a', '48'),
+    18: ('FIXED_CTR2', '0x30b', '48'),
+}
+
+
+class TreeTest(MountTestCase):
+
+    # ---- top level and pmu/
+
+    def test_root_listing(self):
+        self.assertEqual(sorted(os.listdir(self.m.mnt)), ['pmu', 'sessions', 'version'])
+
+    def test_version(self):
+        self.assertEqual(self.m.read('version'), 'pfmfs 0.1.0\nabi 1\n')
+
+    def test_pmu_listing(self):
+        self.assertEqual(sorted(os.listdir(self.m.path('pmu'))), ['desc', 'events', 'info', 'sim'])
+        self.assertEqual(os.listdir(self.m.path('pmu/sim')), ['advance'])
+
+    def test_pmu_info(self):
+        self.assertEqual(self.m.read('pmu/info'),
+                         'backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 '
+                         'width=48 features=fixed_counters,global_ctrl,ovfl_intr\n')
+
+    def test_pmu_events(self):
+        self.assertEqual(self.m.read('pmu/events'), '\n'.join(EVENTS) + '\n')
+
+    def test_pmu_desc_tree(self):
+        desc = self.m.path('pmu/desc')
+        expected = ['model'] + [f'pmc{k}' for k in PMC_DESC] + [f'pmd{k}' for k in PMD_DESC]
+        self.assertEqual(sorted(os.listdir(desc)), sorted(expected))
+        self.assertEqual(self.m.read('pmu/desc/model'), 'intel-arch-v2\n')
+        for k, (name, addr, dfl, rsvd) in PMC_DESC.items():
+            with self.subTest(pmc=k):
+                self.assertEqual(sorted(os.listdir(f'{desc}/pmc{k}')), ['addr', 'dfl_val', 'name', 'rsvd_msk'])
+                self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/name'), name + '\n')
+                self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/addr'), addr + '\n')
+                self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/dfl_val'), dfl + '\n')
+                self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/rsvd_msk'), rsvd + '\n')
+        for k, (name, addr, width) in PMD_DESC.items():
+            with self.subTest(pmd=k):
+                self.assertEqual(sorted(os.listdir(f'{desc}/pmd{k}')), ['addr', 'name', 'rsvd_msk', 'width'])
+                self.assertEqual(self.m.read(f'pmu/desc/pmd{k}/name'), name + '\n')
+                self.assertEqual(self.m.read(f'pmu/desc/pmd{k}/addr'), addr + '\n')
+                self.assertEqual(self.m.read(f'pmu/desc/pmd{k}/width'), width + '\n')
+                self.assertEqual(self.m.read(f'pmu/desc/pmd{k}/rsvd_msk'), '0x0\n')
+
+    def test_pmu_files_are_world_readable_and_not_writable(self):
+        for rel in ['version', 'pmu/info', 'pmu/events', 'pmu/desc/model', 'pmu/desc/pmc0/name',
+                    'pmu/desc/pmd16/width']:
+            with self.subTest(rel=rel):
+                st = os.stat(self.m.path(rel))
+                self.assertTrue(stat.S_ISREG(st.st_mode))
+                self.assertEqual(st.st_mode & 0o444, 0o444)
+                self.assertEqual(st.st_mode & 0o222, 0)
+
+    def test_advance_is_root_only_write_only(self):
+        st = os.stat(self.m.path('pmu/sim/advance'))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o200)
+        self.assertTrue(stat.S_ISREG(st.st_mode))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+
+    def test_sessions_dir_is_sticky_world_writable(self):
+        st = os.stat(self.m.path('sessions'))
+        self.assertTrue(stat.S_ISDIR(st.st_mode))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o1777)
+
+    def test_reads_at_any_size_give_the_same_text(self):
+        whole = self.m.read('pmu/events')
+        for size in (1, 7, 64, 4096):
+            with self.subTest(size=size):
+                self.assertEqual(pfmfs_mount.readBytes(self.m.path('pmu/events'), size).decode(), whole)
+
+    # ---- a session
+
+    def test_session_listing(self):
+        s = self.newSession()
+        self.assertEqual(sorted(os.listdir(s.dir)), SESSION_FILES)
+        self.assertEqual(os.listdir(s.path('sets')), ['0'])
+        self.assertEqual(sorted(os.listdir(s.path('sets/0'))), SET_FILES)
+
+    def test_new_session_contents(self):
+        s = self.newSession()
+        self.assertEqual(s.read('mode'), 'thread\n')
+        self.assertEqual(s.read('flags'), '\n')
+        self.assertEqual(s.state(), 'state=unloaded mode=thread target=- set=0 queued=0 lost=0\n')
+        self.assertEqual(s.error(), '')
+        self.assertEqual(s.read('counts'), '')
+        self.assertEqual(s.read('sets/0/switch'), 'none\n')
+        self.assertEqual(s.read('sets/0/regs'), '')
+        self.assertEqual(s.read('sets/0/info'),
+                         'runs=0 duration_ns=0 timeout_ns=0 ovfl_pmds=0x0 avail_pmcs=0x1000f avail_pmds=0x7000f\n')
+        for k in (0, 1, 2, 3, 16):
+            self.assertEqual(s.read(f'sets/0/pmc{k}'), '0x0\n')
+        for k in (0, 1, 2, 3, 16, 17, 18):
+            self.assertEqual(s.read(f'sets/0/pmd{k}'), '0\n')
+
+    def test_session_dir_mode_and_owner(self):
+        s = self.newSession()
+        st = os.stat(s.dir)
+        self.assertTrue(stat.S_ISDIR(st.st_mode))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o700)
+        self.assertEqual((st.st_uid, st.st_gid), (os.getuid(), os.getgid()))
+
+    def test_session_file_modes(self):
+        s = self.newSession()
+        read_only = ['state', 'error', 'counts', 'messages', 'msg', 'sets/0/info']
+        read_write = ['mode', 'flags', 'sets/0/pmc0', 'sets/0/pmd0', 'sets/0/regs', 'sets/0/switch']
+        for rel in read_only + read_write + ['ctl']:
+            st = os.stat(s.path(rel))
+            with self.subTest(rel=rel):
+                self.assertTrue(stat.S_ISREG(st.st_mode))
+                self.assertEqual((st.st_uid, st.st_gid), (os.getuid(), os.getgid()))
+                writable = bool(st.st_mode & stat.S_IWUSR)
+                readable = bool(st.st_mode & stat.S_IRUSR)
+                self.assertEqual(writable, rel not in read_only)
+                self.assertEqual(readable, rel != 'ctl')
+        for rel in ['sets', 'sets/0']:
+            st = os.stat(s.path(rel))
+            self.assertTrue(stat.S_ISDIR(st.st_mode), rel)
+
+    def test_mkdir_rmdir_session(self):
+        path = self.m.path('sessions', 'plain')
+        os.mkdir(path)
+        self.assertIn('plain', os.listdir(self.m.path('sessions')))
+        self.assertErrno(errno.EEXIST, os.mkdir, path)
+        os.rmdir(path)
+        self.assertNotIn('plain', os.listdir(self.m.path('sessions')))
+        self.assertErrno(errno.ENOENT, os.rmdir, path)
+        self.assertErrno(errno.ENOENT, os.stat, path)
+        # The name is free again, and the new session starts fresh.
+        os.mkdir(path)
+        self.assertEqual(pfmfs_mount.read(os.path.join(path, 'state')),
+                         'state=unloaded mode=thread target=- set=0 queued=0 lost=0\n')
+        os.rmdir(path)
+
+    def test_session_names(self):
+        good = ['a' * 64, 'x', 'A.b_c-9', '-dash', '.dot', '0', '__']
+        for name in good:
+            with self.subTest(name=name):
+                path = self.m.path('sessions', name)
+                os.mkdir(path)
+                self.assertTrue(os.path.isdir(path))
+                self.assertIn(name, os.listdir(self.m.path('sessions')))
+                os.rmdir(path)
+        bad = ['a' * 65, 'a b', 'a:b', 'caf\u00e9', 'tab\there', 'star*', 'a\\b', 'q?', 'new\nline']
+        for name in bad:
+            with self.subTest(name=name):
+                self.assertErrno(errno.EINVAL, os.mkdir, self.m.path('sessions', name))
+                self.assertNotIn(name, os.listdir(self.m.path('sessions')))
+
+    def test_mkdir_outside_sessions_and_sets_is_refused(self):
+        s = self.newSession()
+        for rel in ['newdir', 'pmu/newdir', 'pmu/desc/newdir', f'sessions/{s.name}/newdir',
+                    f'sessions/{s.name}/sets/0/newdir']:
+            with self.subTest(rel=rel):
+                self.assertErrno(errno.EPERM, os.mkdir, self.m.path(rel))
+                self.assertFalse(os.path.exists(self.m.path(rel)))
+
+    def test_mkdir_rmdir_sets(self):
+        s = self.newSession()
+        s.mkset(1)
+        s.mkset(65535)
+        self.assertEqual(sorted(os.listdir(s.path('sets')), key=int), ['0', '1', '65535'])
+        self.assertEqual(sorted(os.listdir(s.path('sets/65535'))), SET_FILES)
+        self.assertErrno(errno.EEXIST, s.mkset, 1)
+        self.assertErrno(errno.EEXIST, s.mkset, 0)
+        for bad in ['65536', '01', '00', '-1', 'abc', '1a', '+1', '0x1', ' 1', '99999999999999999999']:
+            with self.subTest(name=bad):
+                self.assertErrno(errno.EINVAL, os.mkdir, s.path(f'sets/{bad}'))
+        self.assertEqual(sorted(os.listdir(s.path('sets')), key=int), ['0', '1', '65535'])
+        os.rmdir(s.path('sets/65535'))
+        self.assertErrno(errno.ENOENT, os.rmdir, s.path('sets/65535'))
+        self.assertErrno(errno.ENOENT, os.rmdir, s.path('sets/7'))
+        # Set 0 is not special: it goes if another set stays; the last one stays.
+        os.rmdir(s.path('sets/0'))
+        self.assertEqual(os.listdir(s.path('sets')), ['1'])
+        self.assertErrno(errno.EBUSY, os.rmdir, s.path('sets/1'))
+        self.assertEqual(os.listdir(s.path('sets')), ['1'])
+        self.assertEqual(s.state(), 'state=unloaded mode=thread target=- set=1 queued=0 lost=0\n')
+
+    def test_sets_while_loaded_are_busy(self):
+        s = self.newSession()
+        s.mkset(2)
+        pid = self.sleeper()
+        s.ctl(f'load {pid}')
+        self.assertErrno(errno.EBUSY, s.mkset, 3)
+        self.assertErrno(errno.EBUSY, os.rmdir, s.path('sets/2'))
+        self.assertEqual(sorted(os.listdir(s.path('sets'))), ['0', '2'])
+        s.ctl('start')
+        self.assertErrno(errno.EBUSY, s.mkset, 3)
+        self.assertErrno(errno.EBUSY, os.rmdir, s.path('sets/2'))
+        s.ctl('unload')
+        s.mkset(3)
+        os.rmdir(s.path('sets/2'))
+        self.assertEqual(sorted(os.listdir(s.path('sets'))), ['0', '3'])
+
+    def test_enoent_for_paths_that_do_not_exist(self):
+        s = self.newSession()
+        missing = ['nope', 'pmu/nope', 'pmu/desc/pmc4', 'pmu/desc/pmd19', 'pmu/desc/pmc0/nope',
+                   'sessions/nope', 'sessions/nope/state', f'sessions/{s.name}/nope',
+                   f'sessions/{s.name}/sets/1', f'sessions/{s.name}/sets/0/pmc4',
+                   f'sessions/{s.name}/sets/0/pmc17', f'sessions/{s.name}/sets/0/pmd4',
+                   f'sessions/{s.name}/sets/0/pmd19', f'sessions/{s.name}/sets/0/nope',
+                   f'sessions/{s.name}/sets/0/pmc00']
+        for rel in missing:
+            with self.subTest(rel=rel):
+                self.assertErrno(errno.ENOENT, os.stat, self.m.path(rel))
+                self.assertErrno(errno.ENOENT, os.open, self.m.path(rel), os.O_RDONLY)
+
+    def test_creating_files_is_eperm(self):
+        s = self.newSession()
+        for rel in ['newfile', 'sessions/newfile', 'pmu/newfile', 'pmu/sim/newfile',
+                    f'sessions/{s.name}/newfile', f'sessions/{s.name}/sets/newfile',
+                    f'sessions/{s.name}/sets/0/newfile', f'sessions/{s.name}/sets/0/pmc4']:
+            with self.subTest(rel=rel):
+                path = self.m.path(rel)
+                self.assertErrno(errno.EPERM, os.open, path, os.O_WRONLY | os.O_CREAT, 0o644)
+                self.assertErrno(errno.EPERM, os.mknod, path, 0o644 | stat.S_IFREG)
+                self.assertFalse(os.path.exists(path))
+
+    def test_writing_read_only_files_is_eacces(self):
+        s = self.newSession()
+        for rel in ['version', 'pmu/info', 'pmu/events', 'pmu/desc/model', 'pmu/desc/pmc0/addr',
+                    'pmu/desc/pmd0/width', f'sessions/{s.name}/state', f'sessions/{s.name}/error',
+                    f'sessions/{s.name}/counts', f'sessions/{s.name}/messages', f'sessions/{s.name}/msg',
+                    f'sessions/{s.name}/sets/0/info']:
+            with self.subTest(rel=rel):
+                before = self.m.read(rel) if not rel.endswith(('messages', 'msg')) else None
+                self.assertErrno(errno.EACCES, self.m.write, rel, '1\n')
+                if before is not None:
+                    self.assertEqual(self.m.read(rel), before)
+
+    def test_rmdir_of_non_session_dirs_is_refused(self):
+        s = self.newSession()
+        for rel in ['sessions', 'pmu', 'pmu/desc', 'pmu/desc/pmc0', 'pmu/sim', f'sessions/{s.name}/sets']:
+            with self.subTest(rel=rel):
+                self.assertErrno(errno.EPERM, os.rmdir, self.m.path(rel))
+                self.assertTrue(os.path.isdir(self.m.path(rel)))
+
+    def test_links_and_renames_are_eperm(self):
+        s = self.newSession()
+        for rel in ['link', 'sessions/link', f'sessions/{s.name}/link', f'sessions/{s.name}/sets/0/link']:
+            with self.subTest(rel=rel):
+                self.assertErrno(errno.EPERM, os.symlink, '/tmp', self.m.path(rel))
+                self.assertFalse(os.path.lexists(self.m.path(rel)))
+        self.assertErrno(errno.EPERM, os.rename, s.dir, self.m.path('sessions', 'renamed'))
+        self.assertErrno(errno.EPERM, os.rename, s.path('sets/0'), s.path('sets/1'))
+        self.assertErrno(errno.EPERM, os.link, s.path('state'), s.path('state2'))
+        self.assertEqual(os.listdir(s.path('sets')), ['0'])
+        self.assertTrue(s.exists())
+
+    def test_reading_ctl_is_eacces(self):
+        s = self.newSession()
+        self.assertErrno(errno.EACCES, pfmfs_mount.readOnce, s.path('ctl'), 100)
+        self.assertErrno(errno.EACCES, pfmfs_mount.readOnce, self.m.path('pmu/sim/advance'), 100)
+
+    def test_files_report_size_zero(self):
+        # Contents change with every read (direct_io): st_size is 0, as in /proc.
+        s = self.newSession()
+        self.assertErrno(errno.EINVAL, s.ctl, 'stop')
+        for rel in ('state', 'error', 'sets/0/pmc0'):
+            self.assertEqual(os.stat(s.path(rel)).st_size, 0, rel)
+
+    def test_sixty_four_long_names_fill_the_listing(self):
+        # 64 names of 64 characters need several READDIR replies.
+        names = [f'{i:02d}' + 'x' * 62 for i in range(64)]
+        for name in names:
+            self.newSession(name)
+        self.assertEqual(sorted(os.listdir(self.m.path('sessions'))), names)
+        status, out, err = self.m.sh('ls sessions')
+        self.assertEqual((status, out.split(), err), (0, names, ''))
+        # 64 is the default limit per user.
+        self.assertErrno(errno.ENOSPC, os.mkdir, self.m.path('sessions', 'one-more'))
+
+    def test_session_listing_shows_every_session(self):
+        names = [self.newSession(f'list-{i}').name for i in range(5)]
+        listed = os.listdir(self.m.path('sessions'))
+        for n in names:
+            self.assertIn(n, listed)
+
+
+class SmallPmuTreeTest(MountTestCase):
+    """--sim-counters and --sim-width change the shape the tree shows."""
+
+    mount_args = ['--sim-counters=2', '--sim-width=40']
+
+    def test_pmu_info(self):
+        self.assertEqual(self.m.read('pmu/info'),
+                         'backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 '
+                         'width=40 features=fixed_counters,global_ctrl,ovfl_intr\n')
+
+    def test_listings(self):
+        self.assertEqual(sorted(os.listdir(self.m.path('pmu/desc'))),
+                         sorted(['model', 'pmc0', 'pmc1', 'pmc16', 'pmd0', 'pmd1', 'pmd16', 'pmd17', 'pmd18']))
+        self.assertEqual(self.m.read('pmu/desc/pmd1/width'), '40\n')
+        s = self.newSession()
+        self.assertEqual(sorted(os.listdir(s.path('sets/0'))),
+                         sorted(['info', 'regs', 'switch', 'pmc0', 'pmc1', 'pmc16', 'pmd0', 'pmd1', 'pmd16',
+                                 'pmd17', 'pmd18']))
+        self.assertEqual(s.read('sets/0/info'),
+                         'runs=0 duration_ns=0 timeout_ns=0 ovfl_pmds=0x0 avail_pmcs=0x10003 avail_pmds=0x70003\n')
+        self.assertErrno(errno.ENOENT, os.stat, s.path('sets/0/pmc2'))
+
+    def test_events_fit_the_counters(self):
+        lines = self.m.read('pmu/events').splitlines()
+        self.assertEqual(len(lines), 9)
+        self.assertIn('name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x10003 '
+                      'desc="Core cycles while the thread is not halted"', lines)
+        self.assertIn('name=LLC_MISSES code=0x412e pmcs=0x3 desc="Last-level cache misses"', lines)
+
+
+class RealClockTreeTest(MountTestCase):
+    """Without --sim-clock=manual there is no pmu/sim/advance."""
+
+    manual_clock = False
+
+    def test_no_advance(self):
+        self.assertEqual(sorted(os.listdir(self.m.path('pmu'))), ['desc', 'events', 'info'])
+        self.assertErrno(errno.ENOENT, os.stat, self.m.path('pmu/sim/advance'))
+        self.assertEqual(self.m.read('version'), 'pfmfs 0.1.0\nabi 1\n')
+
+
+if __name__ == '__main__':
+    pfmfs_mount.main()
