@@ -488,8 +488,10 @@ void Filesystem::release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   fuse_ino_t dir = e->dir_ino, sessions = sessions_ino_;
   if (sessions != 0) {
     inodes_.unlink(sessions, name);
-    int rc = dir != 0 ? fuse_lowlevel_notify_delete(se_, sessions, dir, name.data(), name.size())
-                      : fuse_lowlevel_notify_inval_entry(se_, sessions, name.data(), name.size());
+    // Only name inodes the kernel still holds; otherwise dropping the entry is enough.
+    int rc = dir != 0 && inodes_.lookupCount(dir) > 0
+                 ? fuse_lowlevel_notify_delete(se_, sessions, dir, name.data(), name.size())
+                 : fuse_lowlevel_notify_inval_entry(se_, sessions, name.data(), name.size());
     if (rc != 0 && rc != -ENOENT && rc != -EBADF && rc != -ENODEV)
       log(LogLevel::Warning, "autoclose of {}: kernel notification failed ({})", name, rc);
   }

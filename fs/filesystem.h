@@ -5,8 +5,10 @@
 //
 // Lock order (a lock may be taken while holding only locks above it):
 //   1. MessageWaiters::mutex_   one session's kept reads and poll handles
+//      InodeTable::mutex_       (a lookup makes nodes under it, asking the
+//                               registry and a session which sets exist)
 //   2. Session::mutex_          (the engine's, see session/engine.h)
-//   3. leaves: Filesystem::registry_mutex_, handles_mutex_, InodeTable::mutex_,
+//   3. leaves: Filesystem::registry_mutex_, handles_mutex_,
 //      ThreadWatcher::mutex_, the engine's leaves
 // No fs lock is held while calling the engine except (1), and the engine
 // calls messagesQueued() with none of its locks held.

@@ -76,8 +76,9 @@ struct Node {
 
 using NodePtr = std::shared_ptr<const Node>;
 
-// Thread-safe; mutex_ is a leaf (nothing is called while it is held except
-// the `make` function given to lookup, which must not call back in).
+// Thread-safe. Nothing is called while mutex_ is held except the `make`
+// function given to lookup, which may take session and registry locks but
+// must not call back in (filesystem.h has the lock order).
 class InodeTable {
  public:
   InodeTable();  // with the root, FUSE_ROOT_ID, which is never forgotten

@@ -56,10 +56,7 @@ void MessageWaiters::read(fuse_req_t req, std::size_t size, bool binary, bool no
   }
   std::lock_guard lock(mutex_);
   PendingRead r{req, size, binary};
-  if (answerLocked(r)) {
-    if (!nonblock) interrupts().remove(req);
-    return;
-  }
+  if (answerLocked(r)) return;
   if (nonblock) {
     fuse_reply_err(req, EAGAIN);
     return;
@@ -72,8 +69,11 @@ void MessageWaiters::read(fuse_req_t req, std::size_t size, bool binary, bool no
   reads_.push_back(r);
 }
 
+// Every reply to a kept request first drops it from the interrupt registry:
+// once answered, libfuse may hand its address to a new request.
 bool MessageWaiters::answerLocked(const PendingRead& r) {
   if (closed_) {
+    interrupts().remove(r.req);
     fuse_reply_buf(r.req, nullptr, 0);  // end of file: the session is gone
     return true;
   }
@@ -92,11 +92,13 @@ bool MessageWaiters::answerLocked(const PendingRead& r) {
       return true;
     });
     if (out.empty() && session_->queuedMessages() > 0) {
+      interrupts().remove(r.req);
       fuse_reply_err(r.req, EINVAL);  // not even one line fits
       return true;
     }
   }
   if (out.empty()) return false;
+  interrupts().remove(r.req);
   fuse_reply_buf(r.req, out.data(), out.size());
   return true;
 }
@@ -153,10 +155,7 @@ void MessageWaiters::notifyPollsLocked() {
 
 void MessageWaiters::wake() {
   std::lock_guard lock(mutex_);
-  while (!reads_.empty() && answerLocked(reads_.front())) {
-    interrupts().remove(reads_.front().req);
-    reads_.pop_front();
-  }
+  while (!reads_.empty() && answerLocked(reads_.front())) reads_.pop_front();
   notifyPollsLocked();
 }
 

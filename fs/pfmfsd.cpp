@@ -73,7 +73,7 @@ int serve(DaemonOptions& o) {
   filesystem.setWatcher(&watcher);
 
   // FUSE's own arguments: our fixed mount options first, the user's -o after.
-  std::vector<std::string> args = {"pfmfsd", "-o", "default_permissions,fsname=pfmfs,subtype=pfmfs"};
+  std::vector<std::string> args = {"pfmfsd", "-o", "default_permissions,auto_unmount,fsname=pfmfs,subtype=pfmfs"};
   for (const auto& opt : o.fuse_options) {
     args.push_back("-o");
     args.push_back(opt);

@@ -53,7 +53,7 @@ Status Engine::destroySession(std::string_view name) {
     sessions_.erase(it);
     if (--per_uid_[s->uid()] == 0) per_uid_.erase(s->uid());
   }
-  return s->unload();
+  return s->retire();
 }
 
 std::shared_ptr<Session> Engine::find(std::string_view name) const {

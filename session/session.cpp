@@ -142,6 +142,7 @@ Status Session::setFlags(const Flags& f) {
 
 Status Session::load(const Caller& caller, int target, std::optional<unsigned> set) {
   Op op(*this);
+  if (retired_) return fail(err(ENOENT, "session {} was destroyed", name_));
   if (loaded())
     return fail(err(EBUSY, "already loaded on {} {}: unload first",
                     target_.kind == pmu::TargetKind::Thread ? "thread" : "cpu", target_.id));
@@ -192,6 +193,13 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
 
 Status Session::unload() {
   Op op(*this);
+  if (loaded()) unloadLocked(false);
+  return {};
+}
+
+Status Session::retire() {
+  Op op(*this);
+  retired_ = true;
   if (loaded()) unloadLocked(false);
   return {};
 }

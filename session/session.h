@@ -134,6 +134,10 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::size_t queuedMessages() const;
 
   // Engine hooks.
+  // The session leaves the engine: unloaded, and no load succeeds any more
+  // (a load racing the destruction would otherwise claim a target for a
+  // session nobody can reach).
+  Status retire();
   void advanceBy(std::uint64_t ns);  // manual clock
   void tick();                       // real clock: timer thread
   void targetGone() override;        // the monitored thread exited / cpu went away
@@ -188,6 +192,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Flags flags_;
   State state_ = State::Unloaded;
   bool ever_loaded_ = false;
+  bool retired_ = false;             // destroyed: loads refused
   bool exited_ = false;
   std::string error_;
   std::map<std::uint16_t, EventSet> sets_;

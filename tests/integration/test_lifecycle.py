@@ -482,6 +482,17 @@ class DaemonTest(MountTestCase):
             except OSError as e:  # the connection is gone: the kernel cannot flush
                 self.assertEqual(e.errno, errno.ENOTCONN)
 
+    def test_sigkill_leaves_no_mount_behind(self):
+        # auto_unmount: fusermount3 unmounts when the daemon dies, however.
+        m = self.startMount()
+        self.activeSession(m)
+        m.sendSignal(signal.SIGKILL)
+        self.assertEqual(m.waitExit(), -signal.SIGKILL)
+        self.assertTrue(waitFor(lambda: not os.path.ismount(m.mnt), timeout=5.0),
+                        'the mount outlived a killed daemon')
+        m._cleanupAfterFailure()
+        m.proc = None
+
     def test_umount_ends_the_daemon(self):
         m = self.startMount()
         self.activeSession(m)

@@ -2001,3 +2001,33 @@ TEST_F(SessionRules, DestroySessionWhateverItsState) {
 }
 
 }  // namespace
+
+namespace pfmfs::testing {
+
+// A load that loses the race with the session's destruction must not claim
+// the thread for a session nobody can reach any more.
+TEST(SessionDestroy, ADestroyedSessionRefusesToLoadAndLeavesTheThreadFree) {
+  SimEngine e;
+  auto s = e.newSession("gone");
+  ASSERT_TRUE(e.engine().destroySession("gone").ok());
+  Status st = s->load(session::Caller::root(), gettidNow());
+  EXPECT_EQ(st.code(), -ENOENT);
+  EXPECT_EQ(s->error(), "session gone was destroyed");
+  EXPECT_EQ(s->state().state, session::State::Unloaded);
+  auto other = e.newSession("other");
+  EXPECT_TRUE(other->load(session::Caller::root(), gettidNow()).ok());
+  ASSERT_TRUE(other->unload().ok());
+}
+
+TEST(SessionDestroy, DestroyingALoadedSessionUnloadsItAndFreesTheThread) {
+  SimEngine e;
+  auto s = e.newSession("a");
+  ASSERT_TRUE(s->load(session::Caller::root(), gettidNow()).ok());
+  ASSERT_TRUE(e.engine().destroySession("a").ok());
+  EXPECT_EQ(s->state().state, session::State::Unloaded);
+  auto b = e.newSession("b");
+  EXPECT_TRUE(b->load(session::Caller::root(), gettidNow()).ok());
+  ASSERT_TRUE(b->unload().ok());
+}
+
+}  // namespace pfmfs::testing
