@@ -390,6 +390,7 @@ void Filesystem::mkdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     }
     NodePtr n = inodes_.lookup(parent, name, [&] { return makeNode(NodeKind::SessionDir, entry); });
     entry->dir_ino = n->ino;
+    log(LogLevel::Debug, "session {} created by uid {}", name, fuse_req_ctx(req)->uid);
     return replyEntry(req, n);
   }
   if (p->kind == NodeKind::SetsDir) {

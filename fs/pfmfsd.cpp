@@ -8,8 +8,10 @@
 #include <linux/capability.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -30,6 +32,7 @@ using namespace pfmfs;
 using namespace pfmfs::fs;
 
 constexpr int kUsageError = 2;
+constexpr long kFuseSuperMagic = 0x65735546;  // statfs f_type of any FUSE mount
 
 int usageError(const std::string& reason) {
   std::fprintf(stderr, "pfmfsd: %s\n", reason.c_str());
@@ -37,7 +40,8 @@ int usageError(const std::string& reason) {
 }
 
 // The mount point must be a directory we can mount on; the last component
-// is created if missing (the default /run/pfmfs usually is).
+// is created if missing (the default /run/pfmfs usually is). A FUSE mount
+// there already (another pfmfsd, most likely) is refused rather than hidden.
 Status prepareMountpoint(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
@@ -46,7 +50,37 @@ Status prepareMountpoint(const std::string& path) {
     return {};
   }
   if (!S_ISDIR(st.st_mode)) return err(ENOTDIR, "mount point {} is not a directory", path);
+  struct statfs fs {};
+  if (statfs(path.c_str(), &fs) == 0 && fs.f_type == kFuseSuperMagic)
+    return err(EBUSY, "mount point {} already has a FUSE filesystem mounted on it", path);
   return {};
+}
+
+// libfuse reports why it refuses options through its log, sometimes one
+// line in several calls; during start-up we collect it so that the refusal
+// stays one line of ours.
+std::string fuse_messages;
+void keepFuseMessage(fuse_log_level, const char* fmt, va_list ap) {
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  fuse_messages += buf;
+}
+std::string fuseMessages() {
+  std::string out;
+  for (char c : fuse_messages) {
+    if (c != '\n') out += c;
+    else if (!out.empty() && out.back() != ' ') out += "; ";
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
+  return out;
+}
+void forwardFuseMessage(fuse_log_level level, const char* fmt, va_list ap) {
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  std::string line = buf;
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  log(level <= FUSE_LOG_ERR ? LogLevel::Error : level <= FUSE_LOG_WARNING ? LogLevel::Warning : LogLevel::Debug,
+      "libfuse: {}", line);
 }
 
 Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
@@ -83,19 +117,23 @@ int serve(DaemonOptions& o) {
   for (auto& a : args) argv.push_back(a.data());
   fuse_args fargs = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
 
+  fuse_set_log_func(keepFuseMessage);
   fuse_session* se = fuse_session_new(&fargs, &Filesystem::operations(), sizeof(fuse_lowlevel_ops), &filesystem);
   fuse_opt_free_args(&fargs);
-  if (!se) return usageError("bad FUSE options: " + fmt::format("{}", fmt::join(o.fuse_options, ",")));
+  if (!se)
+    return usageError(fmt::format("bad FUSE options -o {}: {}", fmt::join(o.fuse_options, ","), fuseMessages()));
   filesystem.attach(se);
   if (fuse_set_signal_handlers(se) != 0) {
     fuse_session_destroy(se);
     return usageError("cannot install signal handlers");
   }
+  fuse_messages.clear();
   if (fuse_session_mount(se, o.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
-    return usageError("cannot mount on " + o.mountpoint);
+    return usageError(fmt::format("cannot mount on {}: {}", o.mountpoint, fuseMessages()));
   }
+  fuse_set_log_func(forwardFuseMessage);
 
   // Mounted: from here on, only what the backend needs. CAP_SYS_ADMIN stays
   // dormant for the unmount at exit.
