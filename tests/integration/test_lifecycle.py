@@ -419,6 +419,10 @@ class DaemonTest(MountTestCase):
                     self.assertFalse(os.path.ismount(tmp))
             with self.subTest(args='two mount points'):
                 self.assertOneLineError(['-f', '--pmu=sim', tmp, tmp])
+            with self.subTest(args='-o bogus'):  # libfuse's refusal, on our one line
+                status, out, err = self.runDaemon(['-f', '--pmu=sim', '-o', 'bogus', tmp])
+                self.assertEqual(err, "pfmfsd: bad FUSE options -o bogus: fuse: unknown option(s): `-o bogus'\n")
+                self.assertEqual(status, 2)
 
     def test_unusable_mount_points_exit_2(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -428,6 +432,14 @@ class DaemonTest(MountTestCase):
                 with self.subTest(mountpoint=mnt):
                     self.assertOneLineError(['-f', '--pmu=sim', '--sim-clock=manual', mnt])
                     self.assertFalse(os.path.ismount(mnt))
+
+    def test_a_mount_point_already_mounted_is_refused(self):
+        m = self.startMount()
+        status, out, err = self.runDaemon(['-f', '--pmu=sim', m.mnt])
+        self.assertEqual(status, 2)
+        self.assertEqual(err, f'pfmfsd: mount point {m.mnt} already has a FUSE filesystem mounted on it\n')
+        self.assertEqual(m.read('version'), 'pfmfs 0.1.0\nabi 1\n')  # the first one still serves
+        m.close()
 
     def test_help_and_version(self):
         status, out, err = self.runDaemon(['--version'])
