@@ -339,7 +339,6 @@ void Filesystem::lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   if (!p) return (void)fuse_reply_err(req, ENOENT);
   if (!p->isDir()) return (void)fuse_reply_err(req, ENOTDIR);
   if (p->session && !mayUse(req, *p)) return (void)fuse_reply_err(req, EACCES);
-  std::optional<Node> made;
   NodePtr n = inodes_.lookup(parent, name, [&] { return makeChild(*p, name); });
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   // A known name may outlive what it named (a set deleted while the kernel
