@@ -149,37 +149,8 @@ Filesystem::Filesystem(session::Engine& engine, FilesystemConfig config)
         return t;
       }()) {}
 
-Filesystem::~Filesystem() {
-  // Files still open when the daemon stops never get their release.
-  for (OpenFile* of : open_files_) delete of;
-  for (OpenDir* d : open_dirs_) delete d;
-}
-
-void Filesystem::track(OpenFile* of) {
-  std::lock_guard lock(handles_mutex_);
-  open_files_.insert(of);
-}
-
-void Filesystem::untrack(OpenFile* of) {
-  {
-    std::lock_guard lock(handles_mutex_);
-    open_files_.erase(of);
-  }
-  delete of;
-}
-
-void Filesystem::track(OpenDir* d) {
-  std::lock_guard lock(handles_mutex_);
-  open_dirs_.insert(d);
-}
-
-void Filesystem::untrack(OpenDir* d) {
-  {
-    std::lock_guard lock(handles_mutex_);
-    open_dirs_.erase(d);
-  }
-  delete d;
-}
+// Defined here, where OpenFile and OpenDir are complete for Handles to delete.
+Filesystem::~Filesystem() = default;
 
 std::size_t Filesystem::sessionCount() const {
   std::lock_guard lock(registry_mutex_);
@@ -463,15 +434,14 @@ void Filesystem::open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if ((acc != O_WRONLY && !readable(*n)) || (acc != O_RDONLY && !writable(*n)))
     return (void)fuse_reply_err(req, EACCES);
   if (n->kind == NodeKind::SimAdvance && fuse_req_ctx(req)->uid != 0) return (void)fuse_reply_err(req, EACCES);
-  auto* of = new OpenFile{n, {}, {}};
-  track(of);
+  auto* of = open_files_.add(new OpenFile{n, {}, {}});
   fi->fh = reinterpret_cast<std::uint64_t>(of);
   fi->direct_io = 1;  // content changes: no page cache, sizes do not matter
   if (isMessageFile(*n)) fi->nonseekable = 1;
   if (n->session) ++n->session->open_files;
   if (fuse_reply_open(req, fi) != 0) {
     if (n->session) --n->session->open_files;
-    untrack(of);
+    open_files_.remove(of);
   }
 }
 
@@ -479,7 +449,7 @@ void Filesystem::release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   auto* of = reinterpret_cast<OpenFile*>(fi->fh);
   std::shared_ptr<SessionEntry> e = of->node->session;
   if (e && isMessageFile(*of->node)) e->waiters->forgetFile(of);
-  untrack(of);
+  open_files_.remove(of);
   fuse_reply_err(req, 0);
   if (!e || --e->open_files != 0 || !e->alive || !e->session->flags().autoclose) return;
   // autoclose: the last file of the session closed (libpfm-compat's handle).
@@ -700,7 +670,7 @@ void Filesystem::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!n->isDir()) return (void)fuse_reply_err(req, ENOTDIR);
   if (!mayUse(req, *n)) return (void)fuse_reply_err(req, EACCES);
   if (n->session && !n->session->alive) return (void)fuse_reply_err(req, ENOENT);
-  auto* d = new OpenDir;
+  auto* d = open_dirs_.add(new OpenDir);
   auto add = [&](std::string name, mode_t mode) { d->entries.emplace_back(std::move(name), mode); };
   add(".", S_IFDIR);
   add("..", S_IFDIR);
@@ -748,9 +718,8 @@ void Filesystem::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     default:
       break;
   }
-  track(d);
   fi->fh = reinterpret_cast<std::uint64_t>(d);
-  if (fuse_reply_open(req, fi) != 0) untrack(d);
+  if (fuse_reply_open(req, fi) != 0) open_dirs_.remove(d);
 }
 
 void Filesystem::readdir(fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, fuse_file_info* fi) {
@@ -772,7 +741,7 @@ void Filesystem::readdir(fuse_req_t req, fuse_ino_t, std::size_t size, off_t off
 }
 
 void Filesystem::releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  untrack(reinterpret_cast<OpenDir*>(fi->fh));
+  open_dirs_.remove(reinterpret_cast<OpenDir*>(fi->fh));
   fuse_reply_err(req, 0);
 }
 

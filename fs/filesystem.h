@@ -8,7 +8,7 @@
 //      InodeTable::mutex_       (a lookup makes nodes under it, asking the
 //                               registry and a session which sets exist)
 //   2. Session::mutex_          (the engine's, see session/engine.h)
-//   3. leaves: Filesystem::registry_mutex_, handles_mutex_,
+//   3. leaves: Filesystem::registry_mutex_, the Handles mutexes,
 //      ThreadWatcher::mutex_, the engine's leaves
 // No fs lock is held while calling the engine except (1), and the engine
 // calls messagesQueued() with none of its locks held.
@@ -84,12 +84,6 @@ class Filesystem final : public session::SessionObserver {
   std::shared_ptr<SessionEntry> findEntry(std::string_view name) const;
   void destroy(const std::shared_ptr<SessionEntry>& e);
   void replyEntry(fuse_req_t req, const NodePtr& n);
-  // Open handles, so that those the kernel never releases (open at exit)
-  // are freed with the filesystem.
-  void track(OpenFile* of);
-  void untrack(OpenFile* of);  // and delete
-  void track(OpenDir* d);
-  void untrack(OpenDir* d);  // and delete
 
   session::Engine& engine_;
   const pmu::PmuDescription& desc_;
@@ -101,9 +95,33 @@ class Filesystem final : public session::SessionObserver {
   InodeTable inodes_;
   std::atomic<fuse_ino_t> sessions_ino_{0};  // sessions/, once the kernel looked it up
 
-  std::mutex handles_mutex_;  // a leaf: guards open_files_, open_dirs_
-  std::unordered_set<OpenFile*> open_files_;
-  std::unordered_set<OpenDir*> open_dirs_;
+  // Open handles of one kind, so that those the kernel never releases (open
+  // at exit) are freed with the filesystem. The mutex is a leaf.
+  template <typename T>
+  class Handles {
+   public:
+    ~Handles() {
+      for (T* h : set_) delete h;
+    }
+    T* add(T* h) {
+      std::lock_guard lock(mutex_);
+      set_.insert(h);
+      return h;
+    }
+    void remove(T* h) {  // and delete
+      {
+        std::lock_guard lock(mutex_);
+        set_.erase(h);
+      }
+      delete h;
+    }
+
+   private:
+    std::mutex mutex_;
+    std::unordered_set<T*> set_;
+  };
+  Handles<OpenFile> open_files_;
+  Handles<OpenDir> open_dirs_;
 
   mutable std::mutex registry_mutex_;  // a leaf: guards registry_
   std::map<std::string, std::shared_ptr<SessionEntry>, std::less<>> registry_;

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "session/engine.h"
@@ -72,7 +73,14 @@ class Worker {
       quit_ = true;
     }
     cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return;
+    thread_.join();
+    // join returns when the kernel clears the thread's tid, a moment before
+    // it reaps the thread: wait for that too, so that "the thread is gone"
+    // holds for whatever the test does next.
+    const std::string task = "/proc/self/task/" + std::to_string(tid_);
+    for (int i = 0; i < 2000 && ::access(task.c_str(), F_OK) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
  private:
