@@ -487,9 +487,13 @@ std::string formatFlags(const session::Flags& f) {
 }
 
 std::string formatState(const session::StateInfo& s) {
+  // Optional keys come last and only when they say something.
+  std::string extra;
+  if (s.exited) extra += " exited=1";
+  if (s.unscheduled_ns) extra += fmt::format(" unscheduled_ns={}", s.unscheduled_ns);
   return fmt::format("state={} mode={} target={} set={} queued={} lost={}{}\n", session::toString(s.state),
                      session::toString(s.mode), s.target ? fmt::format("{}", *s.target) : std::string("-"), s.set,
-                     s.queued, s.lost, s.exited ? " exited=1" : "");
+                     s.queued, s.lost, extra);
 }
 
 std::string formatCounts(const std::vector<session::CountLine>& lines) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "pmu/pmu_description.h"
@@ -36,14 +37,23 @@ struct HwOverflow {
   pid_t tid = 0;           // the interrupted thread
 };
 
-// How a backend tells the engine about things that happen on its own threads
-// (interrupts, a target going away). Calls come with no backend lock held;
-// the engine then pulls the details (TargetPmu::takeOverflow).
+// How a backend tells the engine that something happened on its own threads
+// (an overflow interrupt, the target going away). Calls come with no backend
+// lock held; the engine then pulls the details (TargetPmu::takeOverflow,
+// TargetPmu::gone). A backend holds its listener weakly: a call may come after
+// the target was detached, and must then do no harm.
 class TargetListener {
  public:
   virtual ~TargetListener() = default;
-  virtual void overflowPending() = 0;
-  virtual void targetGone() = 0;
+  virtual void attention() = 0;
+};
+
+// One event set as the engine puts it on the PMU.
+struct SetImage {
+  std::uint16_t set = 0;                    // the set's id: a backend may keep state per set (perf: a group)
+  std::span<const std::uint64_t> pmcs;      // the hardware value of every PMC, by description slot
+  RegMask pmds = 0;                         // the counters in use (PMD numbers)
+  std::span<const std::uint64_t> pmd_bits;  // hardware bits by description slot; those in `pmds` are loaded
 };
 
 // The PMU of one attached target. All calls come from the engine with the
@@ -53,14 +63,25 @@ class TargetPmu {
  public:
   virtual ~TargetPmu() = default;
 
-  // Register access, in hardware terms. PMD values are the implemented bits
-  // only (the engine keeps the upper bits).
-  virtual void writePmc(unsigned index, std::uint64_t value) = 0;
-  virtual void writePmd(unsigned index, std::uint64_t hw_bits) = 0;
-  virtual std::uint64_t readPmd(unsigned index) = 0;
+  // Puts one set on the PMU: its PMCs and the bits of its counters. Called
+  // only while counting is disabled, so that a set switch is atomic: the
+  // engine disables, reads the old set (readPmds), loads the next and enables.
+  // Register-level backends write only what differs from what the hardware
+  // holds (perfctr's control cache); perf keeps one group per set.
+  virtual void loadSet(const SetImage& image) = 0;
 
-  // Global enable: counters whose PMC enables them count only between enable()
-  // and disable().
+  // The reset of PMD `index` after its overflow, while counting: the hardware
+  // would have reloaded it at the interrupt, so a backend that learns of
+  // overflows late (perf) keeps the events counted since then.
+  virtual void reloadPmd(unsigned index, std::uint64_t hw_bits) = 0;
+
+  // The hardware bits of the counters in `pmds` of the loaded set, into
+  // out[slot] by description slot (out has one entry per PMD of the
+  // description). PMD values are the implemented bits only (the engine keeps
+  // the upper bits). A backend that can read them in one go (a perf group) does.
+  virtual void readPmds(RegMask pmds, std::span<std::uint64_t> out) = 0;
+
+  // Global enable: the loaded set counts only between enable() and disable().
   virtual void enable() = 0;
   virtual void disable() = 0;
 
@@ -76,7 +97,7 @@ class TargetPmu {
   virtual std::uint64_t nextOverflowNs() = 0;
 
   // The oldest overflow raised and not yet taken; the hardware has
-  // acknowledged it. Called after advanceTo and after overflowPending().
+  // acknowledged it. Called after advanceTo and after attention().
   virtual std::optional<HwOverflow> takeOverflow() = 0;
 
   // notify_block: hold the monitored thread until released.
@@ -84,6 +105,11 @@ class TargetPmu {
 
   // True once the target (thread, cpu) no longer exists.
   virtual bool gone() = 0;
+
+  // Target time during which the loaded set was enabled but the hardware
+  // could not count it (perf's own multiplexing when counters are short).
+  // Counts are never scaled for it; `state` reports it.
+  virtual std::uint64_t unscheduledNs() { return 0; }
 };
 
 enum class ClockKind {
@@ -109,9 +135,10 @@ class Backend {
   // kernel, where a thread has one PMU state).
   virtual bool exclusiveThreads() const = 0;
 
-  // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu.
-  // The listener outlives the TargetPmu.
-  virtual Result<std::unique_ptr<TargetPmu>> attach(const Target& target, TargetListener* listener) = 0;
+  // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu;
+  // -EPERM/-EACCES: the kernel refused the daemon.
+  virtual Result<std::unique_ptr<TargetPmu>> attach(const Target& target,
+                                                    std::weak_ptr<TargetListener> listener) = 0;
 };
 
 }  // namespace pfmfs::pmu

@@ -12,26 +12,55 @@ std::uint64_t IntelArchDriver::globalBit(unsigned pmd_index) {
   return std::uint64_t{1} << pmd_index;
 }
 
-IntelArchDriver::IntelArchDriver(const PmuDescription& desc, MsrAccess& msrs) : desc_(desc), msrs_(msrs) {
+IntelArchDriver::IntelArchDriver(const PmuDescription& desc, MsrAccess& msrs)
+    : desc_(desc),
+      msrs_(msrs),
+      pmc_(desc.pmcs.size()),
+      pmd_(desc.pmds.size()),
+      pmc_known_(desc.pmcs.size()),
+      pmd_known_(desc.pmds.size()) {
   for (const auto& d : desc_.pmds) all_counters_ |= globalBit(d.index);
 }
 
 void IntelArchDriver::writePmc(unsigned index, std::uint64_t value) {
-  const PmcDesc* c = desc_.pmc(index);
-  assert(c != nullptr);
-  msrs_.writeMsr(c->addr, value);
+  int slot = desc_.pmcSlot(index);
+  assert(slot >= 0);
+  auto s = static_cast<std::size_t>(slot);
+  msrs_.writeMsr(desc_.pmcs[s].addr, value);
+  pmc_[s] = value;
+  pmc_known_[s] = true;
 }
 
 void IntelArchDriver::writePmd(unsigned index, std::uint64_t hw_bits) {
-  const PmdDesc* d = desc_.pmd(index);
-  assert(d != nullptr);
-  msrs_.writeMsr(d->addr, hw_bits & d->widthMask());
+  int slot = desc_.pmdSlot(index);
+  assert(slot >= 0);
+  auto s = static_cast<std::size_t>(slot);
+  std::uint64_t bits = hw_bits & desc_.pmds[s].widthMask();
+  msrs_.writeMsr(desc_.pmds[s].addr, bits);
+  pmd_[s] = bits;
+  pmd_known_[s] = true;
 }
 
 std::uint64_t IntelArchDriver::readPmd(unsigned index) {
-  const PmdDesc* d = desc_.pmd(index);
-  assert(d != nullptr);
-  return msrs_.readMsr(d->addr) & d->widthMask();
+  int slot = desc_.pmdSlot(index);
+  assert(slot >= 0);
+  auto s = static_cast<std::size_t>(slot);
+  std::uint64_t bits = msrs_.readMsr(desc_.pmds[s].addr) & desc_.pmds[s].widthMask();
+  pmd_[s] = bits;
+  pmd_known_[s] = true;
+  return bits;
+}
+
+void IntelArchDriver::loadImage(std::span<const std::uint64_t> pmcs, RegMask pmds,
+                                std::span<const std::uint64_t> pmd_bits) {
+  for (std::size_t s = 0; s < desc_.pmcs.size(); ++s)
+    if (!pmc_known_[s] || pmc_[s] != pmcs[s]) writePmc(desc_.pmcs[s].index, pmcs[s]);
+  for (std::size_t s = 0; s < desc_.pmds.size(); ++s) {
+    const PmdDesc& d = desc_.pmds[s];
+    if (!(pmds & regBit(d.index))) continue;
+    std::uint64_t bits = pmd_bits[s] & d.widthMask();
+    if (!pmd_known_[s] || pmd_[s] != bits) writePmd(d.index, bits);
+  }
 }
 
 void IntelArchDriver::enable() { msrs_.writeMsr(kPerfGlobalCtrl, all_counters_); }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "pmu/pmu_description.h"
 
@@ -26,6 +28,13 @@ class IntelArchDriver {
   void writePmd(unsigned index, std::uint64_t hw_bits);
   std::uint64_t readPmd(unsigned index);
 
+  // Puts a register image on the PMU, writing only the registers whose value
+  // differs from what the hardware is known to hold (perfctr's control
+  // cache): a switch between sets that share their configuration costs only
+  // their PMDs. `pmcs` and `pmd_bits` are by description slot; only the PMDs
+  // in `pmds` are loaded. Nothing is known until first written or read.
+  void loadImage(std::span<const std::uint64_t> pmcs, RegMask pmds, std::span<const std::uint64_t> pmd_bits);
+
   // PERF_GLOBAL_CTRL: every implemented counter on, or all off. Individual
   // counters are then on when their PERFEVTSEL.EN or fixed field says so.
   void enable();
@@ -43,6 +52,11 @@ class IntelArchDriver {
   const PmuDescription& desc_;
   MsrAccess& msrs_;
   std::uint64_t all_counters_ = 0;  // PERF_GLOBAL_CTRL value with every counter on
+  // What the hardware holds, by slot, where known.
+  std::vector<std::uint64_t> pmc_;
+  std::vector<std::uint64_t> pmd_;
+  std::vector<bool> pmc_known_;
+  std::vector<bool> pmd_known_;
 };
 
 }  // namespace pfmfs::pmu::intel

@@ -169,7 +169,9 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     target_pid_ = 0;
   }
   if (Status s = engine_.claimTarget(mode_, target, shared_from_this()); !s) return fail(s.error());
-  auto attached = engine_.backend().attach(t, this);
+  // The backend holds us weakly: its threads may call after we are gone.
+  std::shared_ptr<pmu::TargetListener> listener(shared_from_this(), static_cast<pmu::TargetListener*>(this));
+  auto attached = engine_.backend().attach(t, listener);
   if (!attached) {
     engine_.releaseTarget(mode_, target, this);
     return fail(attached.error());
@@ -183,11 +185,6 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   ovfl_tokens_at_ = 0;
   active_set_ = first;
   set_chosen_ = set_chosen_ || set.has_value();
-  // Nothing is known of what the hardware holds until the engine writes it.
-  hw_pmc_.assign(desc_.pmcs.size(), 0);
-  hw_pmd_.assign(desc_.pmds.size(), 0);
-  hw_pmc_known_.assign(desc_.pmcs.size(), false);
-  hw_pmd_known_.assign(desc_.pmds.size(), false);
   return {};
 }
 
@@ -207,8 +204,8 @@ Status Session::retire() {
 void Session::unloadLocked(bool exited) {
   catchUpTo(pmu_->timeNs());
   if (counting() && !interrupts_) sampleActive();
-  if (counting()) foldActive();
   pmu_->disable();
+  if (counting()) foldActive();
   if (held_) pmu_->hold(false);
   held_ = false;
   pending_resets_ = 0;
@@ -274,8 +271,8 @@ void Session::stopCounting() {
   if (!loaded()) return;  // the target turned out to be gone: unloaded already
   if (counting() && !interrupts_) sampleActive();
   if (counting()) {
-    foldActive();
     pmu_->disable();
+    foldActive();
   }
   if (held_) pmu_->hold(false);
   held_ = false;
@@ -391,10 +388,16 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
     if (counting() && !interrupts_) sampleActive();
     s = findSet(set);
     live = counting() && s->id() == active_set_;
-    if (live) foldActive();
+    if (live) {
+      pmu_->disable();
+      foldActive();
+    }
   }
   for (const auto& w : writes) std::visit([s](const auto& x) { s->apply(x); }, w);
-  if (live) programActive();
+  if (live) {
+    programActive();
+    pmu_->enable();
+  }
   return {};
 }
 
@@ -407,12 +410,20 @@ Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
   return s->pmc(static_cast<std::size_t>(slot));
 }
 
-std::uint64_t Session::liveValue(const EventSet& set, std::size_t slot) {
-  const PmdState& p = set.pmd(slot);
-  const pmu::PmdDesc& d = desc_.pmds[slot];
-  if (!counting() || set.id() != active_set_ || !(set.usedPmds() & regBit(d.index))) return p.value;
-  std::uint64_t mask = d.widthMask();
-  return (p.value & ~mask) | (pmu_->readPmd(d.index) & mask);
+// The 64-bit values of the PMDs in `pmds` of `set`, by slot into values_:
+// the hardware bits combined with the software upper bits where the set is
+// counting (one backend read for all of them), the image otherwise.
+void Session::liveValues(const EventSet& set, RegMask pmds) {
+  values_.resize(desc_.pmds.size());
+  RegMask live = counting() && set.id() == active_set_ ? pmds & set.usedPmds() : 0;
+  if (live) readHw(live);
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    const pmu::PmdDesc& d = desc_.pmds[slot];
+    if (!(pmds & regBit(d.index))) continue;
+    std::uint64_t v = set.pmd(slot).value;
+    if (live & regBit(d.index)) v = (v & ~d.widthMask()) | (hw_[slot] & d.widthMask());
+    values_[slot] = v;
+  }
 }
 
 Result<PmdValue> Session::readPmd(unsigned set, unsigned index) {
@@ -423,9 +434,10 @@ Result<PmdValue> Session::readPmd(unsigned set, unsigned index) {
   catchUp();
   if (counting() && !interrupts_) sampleActive();
   const EventSet& s = *findSet(set);
+  liveValues(s, regBit(index));
   PmdValue v;
   v.state = s.pmd(static_cast<std::size_t>(slot));
-  v.value = liveValue(s, static_cast<std::size_t>(slot));
+  v.value = values_[static_cast<std::size_t>(slot)];
   v.state.value = v.value;
   return v;
 }
@@ -437,8 +449,12 @@ Result<std::vector<RegWrite>> Session::regs(unsigned set) {
   if (counting() && !interrupts_) sampleActive();
   const EventSet& s = *findSet(set);
   std::vector<RegWrite> out = s.nonDefaultRegisters();
+  RegMask pmds = 0;
+  for (const auto& w : out)
+    if (const auto* p = std::get_if<PmdWrite>(&w)) pmds |= regBit(p->index);
+  liveValues(s, pmds);
   for (auto& w : out)
-    if (auto* p = std::get_if<PmdWrite>(&w)) p->value = liveValue(s, static_cast<std::size_t>(desc_.pmdSlot(p->index)));
+    if (auto* p = std::get_if<PmdWrite>(&w)) p->value = values_[static_cast<std::size_t>(desc_.pmdSlot(p->index))];
   return out;
 }
 
@@ -455,6 +471,7 @@ StateInfo Session::state() {
   i.queued = messages_.size();
   i.lost = messages_.lost();
   i.exited = exited_;
+  if (loaded()) i.unscheduled_ns = pmu_->unscheduledNs();
   return i;
 }
 
@@ -469,13 +486,14 @@ std::vector<CountLine> Session::counts() {
   if (counting() && !interrupts_) sampleActive();
   std::vector<CountLine> out;
   for (const auto& [id, s] : sets_) {
+    liveValues(s, s.usedPmds());
     for (std::size_t slot = 0; slot < s.pmdCount(); ++slot) {
       unsigned index = desc_.pmds[slot].index;
       if (!(s.usedPmds() & regBit(index))) continue;
       CountLine c;
       c.set = id;
       c.pmd = index;
-      c.value = liveValue(s, slot);
+      c.value = values_[slot];
       c.enabled_ns = enabled_ns_;
       c.running_ns = s.duration_ns;
       if (c.running_ns != 0) {
@@ -520,9 +538,9 @@ void Session::tick() {
   if (counting()) catchUp();
 }
 
-void Session::overflowPending() {
+void Session::attention() {
   Op op(*this);
-  if (counting()) catchUp();
+  catchUp();
 }
 
 // ---- time, overflows, switching ---------------------------------------------------
@@ -593,8 +611,8 @@ bool Session::takeOverflowToken() {
 }
 
 void Session::mask() {
-  foldActive();
   pmu_->disable();
+  foldActive();
   state_ = State::Masked;
   engine_.noTicks(this);
 }
@@ -688,20 +706,16 @@ void Session::resetPmds(EventSet& set, RegMask pmds, bool long_reset) {
     p.value = p.last_reset = resetValue(p, long_reset);
     if (live && (set.usedPmds() & regBit(d.index))) {
       std::uint64_t bits = p.value & d.widthMask();
-      pmu_->writePmd(d.index, bits);
-      hw_pmd_[slot] = bits;
-      hw_pmd_known_[slot] = true;
+      pmu_->reloadPmd(d.index, bits);
       p.sampled_hw = bits;
     }
   }
 }
 
-// Reads a hardware counter and remembers what it holds.
-std::uint64_t Session::readHwPmd(std::size_t slot) {
-  std::uint64_t hw = pmu_->readPmd(desc_.pmds[slot].index);
-  hw_pmd_[slot] = hw;
-  hw_pmd_known_[slot] = true;
-  return hw;
+// Reads the hardware bits of the active set's counters in `pmds` into hw_.
+void Session::readHw(RegMask pmds) {
+  hw_.resize(desc_.pmds.size());
+  pmu_->readPmds(pmds, hw_);
 }
 
 // No interrupts: read every counter of the active set and count the wraps
@@ -710,11 +724,12 @@ void Session::sampleActive() {
   last_sample_ = counted_to_;
   EventSet& s = activeSet();
   RegMask wrapped = 0;
+  readHw(s.usedPmds());
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(s.usedPmds() & regBit(d.index))) continue;
     PmdState& p = s.pmd(slot);
-    std::uint64_t hw = readHwPmd(slot);
+    std::uint64_t hw = hw_[slot];
     if (hw < p.sampled_hw) wrapped |= regBit(d.index);
     p.sampled_hw = hw;
   }
@@ -730,40 +745,32 @@ void Session::sampleActive() {
 
 void Session::foldActive() {
   EventSet& s = activeSet();
+  readHw(s.usedPmds());
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(s.usedPmds() & regBit(d.index))) continue;
     PmdState& p = s.pmd(slot);
-    std::uint64_t hw = readHwPmd(slot);
+    std::uint64_t hw = hw_[slot];
     std::uint64_t mask = d.widthMask();
     p.value = (p.value & ~mask) | (hw & mask);
     p.sampled_hw = hw;
   }
 }
 
-// Puts the active set on the hardware, writing only the registers whose value
-// differs from what the hardware holds (perfctr's control cache): a switch
-// between sets that share their configuration costs only their PMDs.
+// Puts the active set on the hardware (counting disabled): the backend
+// writes what differs, or switches its group.
 void Session::programActive() {
   EventSet& s = activeSet();
-  for (std::size_t slot = 0; slot < desc_.pmcs.size(); ++slot) {
-    std::uint64_t v = s.hardwarePmc(slot, interrupts_);
-    if (hw_pmc_known_[slot] && hw_pmc_[slot] == v) continue;
-    pmu_->writePmc(desc_.pmcs[slot].index, v);
-    hw_pmc_[slot] = v;
-    hw_pmc_known_[slot] = true;
-  }
+  pmc_image_.resize(desc_.pmcs.size());
+  hw_.resize(desc_.pmds.size());
+  for (std::size_t slot = 0; slot < desc_.pmcs.size(); ++slot) pmc_image_[slot] = s.hardwarePmc(slot, interrupts_);
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
-    if (!(s.usedPmds() & regBit(d.index))) continue;
     PmdState& p = s.pmd(slot);
-    std::uint64_t bits = p.value & d.widthMask();
-    p.sampled_hw = bits;
-    if (hw_pmd_known_[slot] && hw_pmd_[slot] == bits) continue;
-    pmu_->writePmd(d.index, bits);
-    hw_pmd_[slot] = bits;
-    hw_pmd_known_[slot] = true;
+    hw_[slot] = p.value & d.widthMask();
+    if (s.usedPmds() & regBit(d.index)) p.sampled_hw = hw_[slot];
   }
+  pmu_->loadSet(pmu::SetImage{s.id(), pmc_image_, s.usedPmds(), hw_});
 }
 
 void Session::switchTo(EventSet& next) {
@@ -773,13 +780,21 @@ void Session::switchTo(EventSet& next) {
     if (active_set_ != from) return;  // an overflow the sample found switched already
   }
   // A lone set "switches" to itself: a new activation, nothing to reprogram.
+  // Otherwise counting stops for the switch, so that no event counts in both
+  // sets or in neither.
   const bool reprogram = counting() && next.id() != from;
-  if (reprogram) foldActive();
+  if (reprogram) {
+    pmu_->disable();
+    foldActive();
+  }
   active_set_ = next.id();
   ++next.runs;
   next.reloadSwitchCounters();
   set_elapsed_ = 0;
-  if (reprogram) programActive();
+  if (reprogram) {
+    programActive();
+    pmu_->enable();
+  }
 }
 
 }  // namespace pfmfs::session

@@ -53,6 +53,7 @@ struct StateInfo {
   std::size_t queued = 0;
   std::uint64_t lost = 0;
   bool exited = false;         // the monitored thread exited and unloaded the session
+  std::uint64_t unscheduled_ns = 0;  // time the backend could not count the active set (perf's multiplexing)
 };
 
 struct SetInfo {
@@ -140,12 +141,12 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Status retire();
   void advanceBy(std::uint64_t ns);  // manual clock
   void tick();                       // real clock: timer thread
-  void targetGone() override;        // the monitored thread exited / cpu went away
+  void targetGone();                 // the monitored thread exited / cpu went away
   std::optional<pmu::Target> loadedTarget() const;
 
  private:
-  // TargetListener: from a backend's own thread.
-  void overflowPending() override;
+  // TargetListener: from a backend's own thread (an overflow, the target gone).
+  void attention() override;
 
   // The lock, and the observer call made after it is released.
   class Op;
@@ -167,7 +168,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void handleHwOverflow(const pmu::HwOverflow& o);
   void handleUserOverflow(pmu::RegMask pmds, const pmu::HwOverflow& o);
   void sampleActive();                // no-interrupt backends: catch wraps
-  std::uint64_t readHwPmd(std::size_t slot);
+  void readHw(pmu::RegMask pmds);
   void foldActive();                  // hardware bits into the active set's image
   void programActive();               // the active set onto the hardware, writing only what differs
   void resetPmds(EventSet& set, pmu::RegMask pmds, bool long_reset);
@@ -178,7 +179,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void stopCounting();
   void unloadLocked(bool exited);
   void queueMessage(const Message& m);
-  std::uint64_t liveValue(const EventSet& set, std::size_t slot);
+  void liveValues(const EventSet& set, pmu::RegMask pmds);
 
   Engine& engine_;
   const pmu::PmuDescription& desc_;
@@ -205,10 +206,10 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::unique_ptr<pmu::TargetPmu> pmu_;
   pmu::Target target_;
   pid_t target_pid_ = 0;                // process of a thread target
-  std::vector<std::uint64_t> hw_pmc_;   // what the hardware PMCs hold, by slot
-  std::vector<std::uint64_t> hw_pmd_;   // what the hardware PMD bits hold, by slot
-  std::vector<bool> hw_pmc_known_;
-  std::vector<bool> hw_pmd_known_;
+  // Scratch, by slot: hardware bits read or to load, PMC image, 64-bit values.
+  std::vector<std::uint64_t> hw_;
+  std::vector<std::uint64_t> pmc_image_;
+  std::vector<std::uint64_t> values_;
   std::uint64_t counted_to_ = 0;        // target time accounted so far while counting
   std::uint64_t set_elapsed_ = 0;       // counting time of the active set in this activation
   std::uint64_t last_sample_ = 0;       // no-interrupt backends

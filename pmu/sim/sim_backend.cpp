@@ -45,9 +45,15 @@ class SimTarget final : public TargetPmu {
     if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
   }
 
-  void writePmc(unsigned index, std::uint64_t value) override { driver_.writePmc(index, value); }
-  void writePmd(unsigned index, std::uint64_t hw_bits) override { driver_.writePmd(index, hw_bits); }
-  std::uint64_t readPmd(unsigned index) override { return driver_.readPmd(index); }
+  void loadSet(const SetImage& image) override { driver_.loadImage(image.pmcs, image.pmds, image.pmd_bits); }
+  // The sim raises its interrupts at their exact instants: a reload now is a
+  // reload at the interrupt.
+  void reloadPmd(unsigned index, std::uint64_t hw_bits) override { driver_.writePmd(index, hw_bits); }
+  void readPmds(RegMask pmds, std::span<std::uint64_t> out) override {
+    const PmuDescription& d = backend_.description();
+    for (std::size_t s = 0; s < d.pmds.size(); ++s)
+      if (pmds & regBit(d.pmds[s].index)) out[s] = driver_.readPmd(d.pmds[s].index);
+  }
   void enable() override { driver_.enable(); }
   void disable() override { driver_.disable(); }
 
@@ -168,7 +174,8 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
   return b;
 }
 
-Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, TargetListener* /*listener*/) {
+Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target,
+                                                       std::weak_ptr<TargetListener> /*listener*/) {
   // The sim raises its interrupts when the engine replays time, so it never
   // needs to call the listener from a thread of its own.
   pid_t tgid = 0;

@@ -37,7 +37,7 @@ class SimBackend final : public Backend {
   bool interruptsOnOverflow() const override { return options_.interrupts; }
   std::uint64_t samplingPeriodNs() const override { return sampling_period_ns_; }
   bool exclusiveThreads() const override { return true; }
-  Result<std::unique_ptr<TargetPmu>> attach(const Target& target, TargetListener* listener) override;
+  Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
 
   const std::vector<SimEvent>& events() const { return options_.events; }
   // MSR writes received by every emulated PMU of this backend so far: how the

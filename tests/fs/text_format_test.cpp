@@ -568,6 +568,9 @@ TEST(Format, State) {
   gone.lost = kMax;
   EXPECT_EQ(formatState(gone),
             "state=unloaded mode=thread target=- set=65535 queued=0 lost=18446744073709551615 exited=1\n");
+  // perf could not schedule the active set for a while: said, after every other key.
+  s.unscheduled_ns = 1500;
+  EXPECT_EQ(formatState(s), "state=loaded mode=system target=0 set=3 queued=2 lost=7 unscheduled_ns=1500\n");
 }
 
 TEST(Format, Counts) {

@@ -250,7 +250,7 @@ TEST(SimBackendSampling, FastEventsStillGiveAPositivePeriod) {
 TEST(SimBackendAttach, OwnThread) {
   for (ClockKind k : {ClockKind::Manual, ClockKind::Real}) {
     auto b = make(k);
-    auto t = b->attach(thread(gettidNow()), nullptr);
+    auto t = b->attach(thread(gettidNow()), {});
     ASSERT_TRUE(t.ok()) << t.error().reason;
     EXPECT_FALSE((*t)->gone());
   }
@@ -259,7 +259,7 @@ TEST(SimBackendAttach, OwnThread) {
 TEST(SimBackendAttach, AnotherThreadOfThisProcess) {
   Worker w;
   auto b = make(ClockKind::Real);
-  auto t = b->attach(thread(w.tid()), nullptr);
+  auto t = b->attach(thread(w.tid()), {});
   ASSERT_TRUE(t.ok()) << t.error().reason;
 }
 
@@ -267,7 +267,7 @@ TEST(SimBackendAttach, NonexistentThreadIsEsrch) {
   for (ClockKind k : {ClockKind::Manual, ClockKind::Real}) {
     auto b = make(k);
     for (pid_t tid : {impossibleTid(), pid_t{0}, pid_t{-1}, pid_t{-12345}}) {
-      auto t = b->attach(thread(tid), nullptr);
+      auto t = b->attach(thread(tid), {});
       ASSERT_FALSE(t.ok()) << tid;
       EXPECT_EQ(t.code(), -ESRCH) << tid;
     }
@@ -277,23 +277,48 @@ TEST(SimBackendAttach, NonexistentThreadIsEsrch) {
 TEST(SimBackendAttach, Cpus) {
   for (ClockKind k : {ClockKind::Manual, ClockKind::Real}) {
     auto b = make(k);
-    auto c0 = b->attach(cpu(0), nullptr);
+    auto c0 = b->attach(cpu(0), {});
     ASSERT_TRUE(c0.ok()) << c0.error().reason;
-    auto last = b->attach(cpu(lastOnlineCpu()), nullptr);
+    auto last = b->attach(cpu(lastOnlineCpu()), {});
     ASSERT_TRUE(last.ok()) << last.error().reason;
     for (int bad : {-1, 100000, 1 << 30}) {
-      auto t = b->attach(cpu(bad), nullptr);
+      auto t = b->attach(cpu(bad), {});
       ASSERT_FALSE(t.ok()) << bad;
       EXPECT_EQ(t.code(), -EINVAL) << bad;
     }
   }
 }
 
+// Register-level access through the interface the engine uses: writes are
+// staged into one image and put on the PMU by load() (TargetPmu::loadSet),
+// reads go through readPmds.
+class Regs {
+ public:
+  Regs(TargetPmu& p, const PmuDescription& d)
+      : p_(p), d_(d), pmcs_(d.pmcs.size()), bits_(d.pmds.size()), out_(d.pmds.size()) {}
+  void pmc(unsigned index, std::uint64_t v) { pmcs_[static_cast<std::size_t>(d_.pmcSlot(index))] = v; }
+  void pmd(unsigned index, std::uint64_t v) {
+    bits_[static_cast<std::size_t>(d_.pmdSlot(index))] = v;
+    used_ |= regBit(index);
+  }
+  void load() { p_.loadSet(SetImage{0, pmcs_, used_, bits_}); }
+  std::uint64_t read(unsigned index) {
+    p_.readPmds(regBit(index), out_);
+    return out_[static_cast<std::size_t>(d_.pmdSlot(index))];
+  }
+
+ private:
+  TargetPmu& p_;
+  const PmuDescription& d_;
+  std::vector<std::uint64_t> pmcs_, bits_, out_;
+  RegMask used_ = 0;
+};
+
 // ----------------------------------------------------------- manual clock
 
 TEST(SimBackendManual, TimeStartsAtZeroAndFollowsAdvance) {
   auto b = make(ClockKind::Manual);
-  auto t = b->attach(thread(gettidNow()), nullptr);
+  auto t = b->attach(thread(gettidNow()), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
   EXPECT_EQ(p.timeNs(), 0u);
@@ -313,8 +338,8 @@ TEST(SimBackendManual, TimeStartsAtZeroAndFollowsAdvance) {
 
 TEST(SimBackendManual, EachTargetHasItsOwnClock) {
   auto b = make(ClockKind::Manual);
-  auto a = b->attach(thread(gettidNow()), nullptr);
-  auto c = b->attach(cpu(0), nullptr);
+  auto a = b->attach(thread(gettidNow()), {});
+  auto c = b->attach(cpu(0), {});
   ASSERT_TRUE(a.ok() && c.ok());
   (void)(*a)->advanceTo(500);
   EXPECT_EQ((*a)->timeNs(), 500u);
@@ -323,42 +348,48 @@ TEST(SimBackendManual, EachTargetHasItsOwnClock) {
 
 TEST(SimBackendManual, CountsAndMsrWrites) {
   auto b = make(ClockKind::Manual, 4, 48);
-  auto t = b->attach(thread(gettidNow()), nullptr);
+  auto t = b->attach(thread(gettidNow()), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
-  p.writePmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
-  p.writePmc(16, intel::fixedctl::field(0, intel::fixedctl::kUsr));
-  p.writePmd(0, 100);
-  p.writePmd(16, (1ull << 48) + 7);  // the backend keeps the implemented bits
+  Regs r(p, b->description());
+  r.pmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
+  r.pmc(16, intel::fixedctl::field(0, intel::fixedctl::kUsr));
+  r.pmd(0, 100);
+  r.pmd(16, (1ull << 48) + 7);  // the backend keeps the implemented bits
+  r.load();  // nothing is known yet: all 5 PMCs and the 2 PMDs in use
   p.enable();
-  EXPECT_EQ(b->msrWrites(), 5u);
+  EXPECT_EQ(b->msrWrites(), 8u);
+  r.load();  // the same image again: nothing differs, nothing is written
+  EXPECT_EQ(b->msrWrites(), 8u);
   (void)p.advanceTo(1000);
-  EXPECT_EQ(p.readPmd(0), 3100u);
-  EXPECT_EQ(p.readPmd(16), 2007u);
+  EXPECT_EQ(r.read(0), 3100u);
+  EXPECT_EQ(r.read(16), 2007u);
   p.disable();
   (void)p.advanceTo(2000);
-  EXPECT_EQ(p.readPmd(0), 3100u);
-  EXPECT_EQ(b->msrWrites(), 6u);
+  EXPECT_EQ(r.read(0), 3100u);
+  EXPECT_EQ(b->msrWrites(), 9u);
   EXPECT_EQ(p.nextOverflowNs(), kNever);  // no interrupt bit programmed
   EXPECT_FALSE(p.takeOverflow().has_value());
 
   // The backend's count covers every target.
-  auto c = b->attach(cpu(0), nullptr);
+  auto c = b->attach(cpu(0), {});
   ASSERT_TRUE(c.ok());
   (*c)->enable();
-  EXPECT_EQ(b->msrWrites(), 7u);
+  EXPECT_EQ(b->msrWrites(), 10u);
 }
 
 TEST(SimBackendManual, TakeOverflowOfAThread) {
   auto b = make(ClockKind::Manual, 4, 16);
-  auto t = b->attach(thread(gettidNow()), nullptr);
+  auto t = b->attach(thread(gettidNow()), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
+  Regs r(p, b->description());
   using namespace intel;
-  p.writePmc(1, event::kUnhaltedCoreCycles | evtsel::kUsr | evtsel::kEn | evtsel::kInt);
-  p.writePmc(16, fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi));
-  p.writePmd(1, 0x10000 - 30);  // 30 cycles: 10 ns
-  p.writePmd(16, 0x10000 - 20);  // 20 instructions: 10 ns
+  r.pmc(1, event::kUnhaltedCoreCycles | evtsel::kUsr | evtsel::kEn | evtsel::kInt);
+  r.pmc(16, fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi));
+  r.pmd(1, 0x10000 - 30);  // 30 cycles: 10 ns
+  r.pmd(16, 0x10000 - 20);  // 20 instructions: 10 ns
+  r.load();
   p.enable();
   EXPECT_EQ(p.nextOverflowNs(), 10u);
   EXPECT_EQ(p.advanceTo(9), 9u);
@@ -372,18 +403,20 @@ TEST(SimBackendManual, TakeOverflowOfAThread) {
   EXPECT_EQ(o->cpu, 0);
   EXPECT_NE(o->ip, 0u);
   EXPECT_FALSE(p.takeOverflow().has_value()) << "taken once";
-  EXPECT_EQ(p.readPmd(1), 0u);
-  EXPECT_EQ(p.readPmd(16), 0u);
+  EXPECT_EQ(r.read(1), 0u);
+  EXPECT_EQ(r.read(16), 0u);
 }
 
 TEST(SimBackendManual, TakeOverflowOfAnotherThread) {
   Worker w;
   auto b = make(ClockKind::Manual, 4, 16);
-  auto t = b->attach(thread(w.tid()), nullptr);
+  auto t = b->attach(thread(w.tid()), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
-  p.writePmc(0, intel::event::kInstructionRetired | intel::evtsel::kUsr | intel::evtsel::kEn | intel::evtsel::kInt);
-  p.writePmd(0, 0xffff);
+  Regs r(p, b->description());
+  r.pmc(0, intel::event::kInstructionRetired | intel::evtsel::kUsr | intel::evtsel::kEn | intel::evtsel::kInt);
+  r.pmd(0, 0xffff);
+  r.load();
   p.enable();
   (void)p.advanceTo(1);
   auto o = p.takeOverflow();
@@ -397,11 +430,13 @@ TEST(SimBackendManual, TakeOverflowOfAnotherThread) {
 TEST(SimBackendManual, TakeOverflowOfACpu) {
   const int n = lastOnlineCpu();
   auto b = make(ClockKind::Manual, 4, 16);
-  auto t = b->attach(cpu(n), nullptr);
+  auto t = b->attach(cpu(n), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
-  p.writePmc(2, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn | intel::evtsel::kInt);
-  p.writePmd(2, 0xffff);
+  Regs r(p, b->description());
+  r.pmc(2, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn | intel::evtsel::kInt);
+  r.pmd(2, 0xffff);
+  r.load();
   p.enable();
   (void)p.advanceTo(1);
   auto o = p.takeOverflow();
@@ -414,16 +449,18 @@ TEST(SimBackendManual, TakeOverflowOfACpu) {
 
 TEST(SimBackendManual, WrapWithoutInterruptIsNotReported) {
   auto b = make(ClockKind::Manual, 4, 16);
-  auto t = b->attach(thread(gettidNow()), nullptr);
+  auto t = b->attach(thread(gettidNow()), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
-  p.writePmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
-  p.writePmd(0, 0xffff);
+  Regs r(p, b->description());
+  r.pmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
+  r.pmd(0, 0xffff);
+  r.load();
   p.enable();
   EXPECT_EQ(p.nextOverflowNs(), kNever);
   (void)p.advanceTo(100);
   EXPECT_FALSE(p.takeOverflow().has_value());
-  EXPECT_EQ(p.readPmd(0), (0xffffu + 300u) & 0xffffu);
+  EXPECT_EQ(r.read(0), (0xffffu + 300u) & 0xffffu);
 }
 
 // ------------------------------------------------------------- real clock
@@ -431,7 +468,7 @@ TEST(SimBackendManual, WrapWithoutInterruptIsNotReported) {
 TEST(SimBackendReal, ThreadTimeIsItsCpuTime) {
   Worker w;
   auto b = make(ClockKind::Real);
-  auto t = b->attach(thread(w.tid()), nullptr);
+  auto t = b->attach(thread(w.tid()), {});
   ASSERT_TRUE(t.ok()) << t.error().reason;
   TargetPmu& p = **t;
   const std::uint64_t wall0 = nowNs(CLOCK_MONOTONIC);
@@ -451,7 +488,7 @@ TEST(SimBackendReal, ThreadTimeStartsNearZeroAtAttach) {
   Worker w;
   w.run([] { burnCpu(30'000'000); });  // CPU time before the attach does not count
   auto b = make(ClockKind::Real);
-  auto t = b->attach(thread(w.tid()), nullptr);
+  auto t = b->attach(thread(w.tid()), {});
   ASSERT_TRUE(t.ok());
   EXPECT_LT((*t)->timeNs(), 5'000'000u);
 }
@@ -459,7 +496,7 @@ TEST(SimBackendReal, ThreadTimeStartsNearZeroAtAttach) {
 TEST(SimBackendReal, HoldFreezesTime) {
   Worker w;
   auto b = make(ClockKind::Real);
-  auto t = b->attach(thread(w.tid()), nullptr);
+  auto t = b->attach(thread(w.tid()), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
   w.run([] { burnCpu(5'000'000); });
@@ -480,7 +517,7 @@ TEST(SimBackendReal, HoldFreezesTime) {
 
 TEST(SimBackendReal, CpuTimeIsWallTime) {
   auto b = make(ClockKind::Real);
-  auto t = b->attach(cpu(0), nullptr);
+  auto t = b->attach(cpu(0), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
   const std::uint64_t t0 = p.timeNs();
@@ -498,23 +535,25 @@ TEST(SimBackendReal, AdvanceToMovesTheHardwareNotTheClock) {
   // follow the target's CPU time.
   Worker w;
   auto b = make(ClockKind::Real);
-  auto t = b->attach(thread(w.tid()), nullptr);
+  auto t = b->attach(thread(w.tid()), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
+  Regs r(p, b->description());
   w.run([] { burnCpu(2'000'000); });
   const std::uint64_t start = p.advanceTo(p.timeNs());
-  p.writePmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
+  r.pmc(0, intel::event::kUnhaltedCoreCycles | intel::evtsel::kUsr | intel::evtsel::kEn);
+  r.load();
   p.enable();
   w.run([] { burnCpu(10'000'000); });
   const std::uint64_t end = p.advanceTo(p.timeNs());
   EXPECT_GE(end - start, 5'000'000u);
-  EXPECT_EQ(p.readPmd(0), 3 * (end - start));
+  EXPECT_EQ(r.read(0), 3 * (end - start));
 }
 
 TEST(SimBackendReal, ExitedThreadIsGone) {
   auto w = std::make_unique<Worker>();
   auto b = make(ClockKind::Real);
-  auto t = b->attach(thread(w->tid()), nullptr);
+  auto t = b->attach(thread(w->tid()), {});
   ASSERT_TRUE(t.ok());
   TargetPmu& p = **t;
   w->run([] { burnCpu(5'000'000); });
@@ -543,7 +582,7 @@ TEST(SimBackendReal, AttachToAnExitedThreadIsEsrch) {
   auto b = make(ClockKind::Real);
   Result<std::unique_ptr<TargetPmu>> t = Error{};
   for (int i = 0; i < 2000; ++i) {
-    t = b->attach(thread(tid), nullptr);
+    t = b->attach(thread(tid), {});
     if (!t.ok()) break;
     std::this_thread::sleep_for(1ms);
   }
