@@ -2,6 +2,7 @@
 #include "fs/capabilities.h"
 
 #include <cap-ng.h>
+#include <linux/capability.h>
 #include <sys/types.h>
 
 #include <cerrno>
@@ -15,6 +16,11 @@ std::vector<int> capabilitiesNeeded(const std::string& backend) {
   // by fusermount3's auto_unmount helper, not by us, so not even
   // CAP_SYS_ADMIN stays.
   if (backend == "sim") return {};
+  // perf: CAP_PERFMON lifts perf_event_paranoid for the daemon (system-wide
+  // events, kernel-level counting, and any counting at all where paranoid is
+  // 3) and CAP_SYS_PTRACE lets it open events on other users' threads. Who
+  // may ask for either is decided by our own checks (SPEC §2.2).
+  if (backend == "perf") return {CAP_PERFMON, CAP_SYS_PTRACE};
   return {};
 }
 

@@ -21,6 +21,7 @@ namespace {
 
 enum class Opt {
   Pmu,
+  PerfModel,
   SimClock,
   SimWidth,
   SimCounters,
@@ -44,7 +45,10 @@ struct LongOption {
 };
 
 constexpr LongOption kLongOptions[] = {
-    {"pmu", Opt::Pmu, true, "auto|sim", "backend: the host's PMU when there is one (auto), or the simulator"},
+    {"pmu", Opt::Pmu, true, "auto|perf|sim",
+     "backend: perf_event_open where it works, else the simulator (auto); or perf, or sim"},
+    {"perf-model", Opt::PerfModel, true, "auto|sw|x86",
+     "perf register model: x86 where the kernel exposes a hardware PMU, else sw (auto)"},
     {"sim-clock", Opt::SimClock, true, "real|manual",
      "sim time: real CPU/wall time, or moved only by writes to pmu/sim/advance"},
     {"sim-width", Opt::SimWidth, true, "W", "sim counter width in bits, 16..64 (default 48)"},
@@ -136,8 +140,15 @@ Status applyLong(DaemonOptions& o, const LongOption& lo, std::string_view value)
   switch (lo.opt) {
     case Opt::Pmu:
       if (value == "auto") o.pmu = PmuChoice::Auto;
+      else if (value == "perf") o.pmu = PmuChoice::Perf;
       else if (value == "sim") o.pmu = PmuChoice::Sim;
-      else return err(EINVAL, "--pmu: '{}' is not auto or sim", printable(value));
+      else return err(EINVAL, "--pmu: '{}' is not auto, perf or sim", printable(value));
+      return {};
+    case Opt::PerfModel:
+      if (value == "auto") o.perf_model = PerfModelChoice::Auto;
+      else if (value == "sw") o.perf_model = PerfModelChoice::Software;
+      else if (value == "x86") o.perf_model = PerfModelChoice::X86;
+      else return err(EINVAL, "--perf-model: '{}' is not auto, sw or x86", printable(value));
       return {};
     case Opt::SimClock:
       if (value == "real") o.sim.clock = pmu::ClockKind::Real;

@@ -15,14 +15,16 @@
 
 namespace pfmfs::fs {
 
-enum class PmuChoice { Auto, Sim };
+enum class PmuChoice { Auto, Sim, Perf };
+enum class PerfModelChoice { Auto, Software, X86 };
 
 struct DaemonOptions {
   std::string mountpoint = "/run/pfmfs";  // the one positional argument
   bool foreground = false;                // -f
   bool debug = false;                     // -d: FUSE's debug output, implies -f
   std::vector<std::string> fuse_options;  // each -o argument (comma lists kept whole)
-  PmuChoice pmu = PmuChoice::Auto;        // --pmu=auto|sim
+  PmuChoice pmu = PmuChoice::Auto;        // --pmu=auto|perf|sim
+  PerfModelChoice perf_model = PerfModelChoice::Auto;  // --perf-model=auto|sw|x86
   pmu::sim::SimOptions sim;               // --sim-clock, --sim-width, --sim-counters
   std::string sim_events_path;            // --sim-events=FILE (read by the daemon, not here)
   session::EngineOptions engine;          // --tick, --max-sessions-per-user, --max-sets, --max-messages

@@ -7,6 +7,7 @@
 #include <fuse_lowlevel.h>
 #include <linux/capability.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "fs/filesystem.h"
 #include "fs/log.h"
 #include "fs/thread_watcher.h"
+#include "pmu/perf/perf_backend.h"
 #include "pmu/sim/sim_backend.h"
 #include "session/engine.h"
 
@@ -83,8 +85,7 @@ void forwardFuseMessage(fuse_log_level level, const char* fmt, va_list ap) {
       "libfuse: {}", line);
 }
 
-Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
-  // auto and sim are the same until the perf and x86 backends exist.
+Result<std::unique_ptr<pmu::Backend>> makeSim(DaemonOptions& o) {
   if (!o.sim_events_path.empty()) {
     auto events = pmu::sim::readEventsFile(o.sim_events_path, o.sim.shape.general_counters);
     if (!events) return err(-events.code(), "--sim-events={}: {}", o.sim_events_path, events.error().reason);
@@ -95,7 +96,40 @@ Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
   return std::unique_ptr<pmu::Backend>(std::move(*sim));
 }
 
+Result<std::unique_ptr<pmu::Backend>> makePerf(const DaemonOptions& o) {
+  pmu::perf::PerfOptions po;
+  if (o.perf_model == PerfModelChoice::Software) po.model = pmu::perf::Model::Software;
+  if (o.perf_model == PerfModelChoice::X86) po.model = pmu::perf::Model::X86;
+  auto perf = pmu::perf::PerfBackend::create(po);
+  if (!perf) return err(-perf.code(), "--pmu=perf: {}", perf.error().reason);
+  return std::unique_ptr<pmu::Backend>(std::move(*perf));
+}
+
+// --pmu=auto: x86 once it exists, then perf where perf_event_open works, then
+// the sim. The choice is logged and pmu/info says it.
+Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
+  switch (o.pmu) {
+    case PmuChoice::Sim: return makeSim(o);
+    case PmuChoice::Perf: return makePerf(o);
+    case PmuChoice::Auto: break;
+  }
+  if (Status usable = pmu::perf::perfUsable(); usable) return makePerf(o);
+  else log(LogLevel::Info, "not using perf: {}", usable.error().reason);
+  return makeSim(o);
+}
+
+// perf keeps a descriptor per counter of every set loaded: allow as many as
+// the hard limit lets us.
+void raiseFileLimit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
 int serve(DaemonOptions& o) {
+  raiseFileLimit();
   auto backend = makeBackend(o);
   if (!backend) return usageError(backend.error().reason);
   if (Status st = prepareMountpoint(o.mountpoint); !st) return usageError(st.error().reason);

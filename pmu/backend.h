@@ -67,8 +67,9 @@ class TargetPmu {
   // only while counting is disabled, so that a set switch is atomic: the
   // engine disables, reads the old set (readPmds), loads the next and enables.
   // Register-level backends write only what differs from what the hardware
-  // holds (perfctr's control cache); perf keeps one group per set.
-  virtual void loadSet(const SetImage& image) = 0;
+  // holds (perfctr's control cache); perf keeps one group per set. Fails
+  // only where the kernel refuses (perf: out of descriptors, say).
+  virtual Status loadSet(const SetImage& image) = 0;
 
   // The reset of PMD `index` after its overflow, while counting: the hardware
   // would have reloaded it at the interrupt, so a backend that learns of
@@ -134,6 +135,10 @@ class Backend {
   // Whether a thread can carry only one loaded session (as on a perfmon2
   // kernel, where a thread has one PMU state).
   virtual bool exclusiveThreads() const = 0;
+
+  // Whether TargetPmu::hold can stop a monitored thread (notify_block). perf
+  // cannot: it has no way to keep a thread from running.
+  virtual bool holdsThreads() const { return true; }
 
   // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu;
   // -EPERM/-EACCES: the kernel refused the daemon.

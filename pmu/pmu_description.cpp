@@ -1,6 +1,8 @@
 // Lookups and the consistency check of a PMU description.
 #include "pmu/pmu_description.h"
 
+#include <cctype>
+
 #include <strings.h>
 
 #include <fmt/format.h>
@@ -44,10 +46,15 @@ RegMask PmuDescription::pmcMask() const { return maskOf(pmcs); }
 RegMask PmuDescription::pmdMask() const { return maskOf(pmds); }
 
 const EventDesc* PmuDescription::findEvent(std::string_view name) const {
-  for (const auto& e : events)
-    if (e.name.size() == name.size() &&
-        strncasecmp(e.name.data(), name.data(), name.size()) == 0)
-      return &e;
+  // Case-insensitive, and '-' matches '_' so that perf's spellings
+  // (page-faults) name our events (PAGE_FAULTS).
+  auto fold = [](char c) { return c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  for (const auto& e : events) {
+    if (e.name.size() != name.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; same && i < name.size(); ++i) same = fold(e.name[i]) == fold(name[i]);
+    if (same) return &e;
+  }
   return nullptr;
 }
 

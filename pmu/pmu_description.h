@@ -59,6 +59,10 @@ struct PmuDescription {
   std::vector<PmdDesc> pmds;  // in increasing index order
   std::vector<EventDesc> events;
   std::vector<std::string> features;  // words for pmu/info, e.g. "fixed_counters"
+  // Where non-zero: the bits of a general counter's PMC that must hold the
+  // code of a listed event that counter can count. perf's software PMU knows
+  // no other events; a hardware PMU takes any code.
+  std::uint64_t event_field = 0;
 
   // Lookups by register number; nullptr where the description lists none.
   const PmcDesc* pmc(unsigned index) const;

@@ -20,6 +20,14 @@ Status checkPmcWrite(const pmu::PmuDescription& desc, const Caller& caller, cons
       return err(EINVAL, "pmc{}: pmd{} is configured (0x{:x}) with neither the user (0x{:x}) nor the kernel (0x{:x}) bit",
                  w.index, d.index, field, d.usr_bits, d.os_bits);
     kernel = kernel || (field & d.os_bits);
+    if (field != 0 && desc.event_field && !d.isFixed()) {
+      std::uint64_t code = w.value & desc.event_field;
+      bool listed = false;
+      for (const auto& e : desc.events) listed = listed || (e.code == code && (e.counters & regBit(d.index)));
+      if (!listed)
+        return err(EINVAL, "pmc{}: event code 0x{:x} is not an event pmd{} can count on this PMU (see pmu/events)",
+                   w.index, code, d.index);
+    }
   }
   if (kernel && !caller.may_count_kernel)
     return err(EPERM, "pmc{}: kernel-level counting (the OS bit) needs root or pfmfsd --allow-kernel", w.index);

@@ -134,6 +134,8 @@ Status Session::setFlags(const Flags& f) {
   if (loaded()) return fail(err(EBUSY, "flags can only change while unloaded"));
   if (f.notify_block && mode_ == Mode::System)
     return fail(err(EINVAL, "notify_block holds a thread: not possible in system mode"));
+  if (f.notify_block && !engine_.backend().holdsThreads())
+    return fail(err(EINVAL, "notify_block holds a thread: the {} backend cannot stop one", engine_.backend().name()));
   flags_ = f;
   return {};
 }
@@ -251,19 +253,34 @@ Status Session::start(std::optional<unsigned> set) {
   ++a.runs;
   a.reloadSwitchCounters();
   set_elapsed_ = 0;
-  startCounting();
+  if (Status st = startCounting(); !st) {
+    --a.runs;
+    return fail(st.error());
+  }
   return {};
 }
 
-void Session::startCounting() {
+Status Session::startCounting() {
   // Bring the hardware to the present first: nothing counted while stopped.
   std::uint64_t now = pmu_->advanceTo(pmu_->timeNs());
   counted_to_ = now;
   last_sample_ = now;
+  if (Status st = programActive(); !st) {
+    state_ = State::Loaded;
+    return st;
+  }
   state_ = State::Active;
-  programActive();
   pmu_->enable();
   if (engine_.backend().clock() == pmu::ClockKind::Real) engine_.wantTicks(shared_from_this());
+  return {};
+}
+
+// The backend refused a set while counting (perf out of descriptors, say):
+// counting stops, the counts so far stay, and error says why.
+void Session::haltCounting(const Error& e) {
+  state_ = State::Loaded;
+  engine_.noTicks(this);
+  error_ = fmt::format("{}: counting stopped", e.reason);
 }
 
 void Session::stopCounting() {
@@ -295,7 +312,8 @@ Status Session::restart() {
   pending_resets_ = 0;
   if (held_) pmu_->hold(false);
   held_ = false;
-  startCounting();  // the set's activation goes on: no new run
+  // The set's activation goes on: no new run.
+  if (Status st = startCounting(); !st) return fail(st.error());
   return {};
 }
 
@@ -395,7 +413,10 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
   }
   for (const auto& w : writes) std::visit([s](const auto& x) { s->apply(x); }, w);
   if (live) {
-    programActive();
+    if (Status st = programActive(); !st) {
+      haltCounting(st.error());
+      return Status(err(-st.code(), "{}", error_));
+    }
     pmu_->enable();
   }
   return {};
@@ -759,7 +780,7 @@ void Session::foldActive() {
 
 // Puts the active set on the hardware (counting disabled): the backend
 // writes what differs, or switches its group.
-void Session::programActive() {
+Status Session::programActive() {
   EventSet& s = activeSet();
   pmc_image_.resize(desc_.pmcs.size());
   hw_.resize(desc_.pmds.size());
@@ -770,7 +791,7 @@ void Session::programActive() {
     hw_[slot] = p.value & d.widthMask();
     if (s.usedPmds() & regBit(d.index)) p.sampled_hw = hw_[slot];
   }
-  pmu_->loadSet(pmu::SetImage{s.id(), pmc_image_, s.usedPmds(), hw_});
+  return pmu_->loadSet(pmu::SetImage{s.id(), pmc_image_, s.usedPmds(), hw_});
 }
 
 void Session::switchTo(EventSet& next) {
@@ -792,7 +813,7 @@ void Session::switchTo(EventSet& next) {
   next.reloadSwitchCounters();
   set_elapsed_ = 0;
   if (reprogram) {
-    programActive();
+    if (Status st = programActive(); !st) return haltCounting(st.error());
     pmu_->enable();
   }
 }

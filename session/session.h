@@ -170,12 +170,13 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void sampleActive();                // no-interrupt backends: catch wraps
   void readHw(pmu::RegMask pmds);
   void foldActive();                  // hardware bits into the active set's image
-  void programActive();               // the active set onto the hardware, writing only what differs
+  Status programActive();             // the active set onto the hardware (counting disabled)
+  void haltCounting(const Error& e);  // the backend refused a set while counting
   void resetPmds(EventSet& set, pmu::RegMask pmds, bool long_reset);
   std::uint64_t resetValue(const PmdState& p, bool long_reset);
   void switchTo(EventSet& next);
   EventSet& nextSet();
-  void startCounting();
+  Status startCounting();
   void stopCounting();
   void unloadLocked(bool exited);
   void queueMessage(const Message& m);

@@ -45,7 +45,10 @@ class SimTarget final : public TargetPmu {
     if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
   }
 
-  void loadSet(const SetImage& image) override { driver_.loadImage(image.pmcs, image.pmds, image.pmd_bits); }
+  Status loadSet(const SetImage& image) override {
+    driver_.loadImage(image.pmcs, image.pmds, image.pmd_bits);
+    return {};
+  }
   // The sim raises its interrupts at their exact instants: a reload now is a
   // reload at the interrupt.
   void reloadPmd(unsigned index, std::uint64_t hw_bits) override { driver_.writePmd(index, hw_bits); }

@@ -45,6 +45,7 @@ TEST(DaemonOptions, Defaults) {
   EXPECT_FALSE(o.debug);
   EXPECT_TRUE(o.fuse_options.empty());
   EXPECT_EQ(o.pmu, PmuChoice::Auto);
+  EXPECT_EQ(o.perf_model, PerfModelChoice::Auto);
   EXPECT_EQ(o.sim.clock, pmu::ClockKind::Real);
   EXPECT_EQ(o.sim.shape.general_counters, 4u);
   EXPECT_EQ(o.sim.shape.width, 48u);
@@ -58,6 +59,14 @@ TEST(DaemonOptions, Defaults) {
   EXPECT_FALSE(o.system_group.has_value());
   EXPECT_FALSE(o.help);
   EXPECT_FALSE(o.version);
+}
+
+// The perf backend, with its register model forced either way.
+TEST(DaemonOptions, PerfBackend) {
+  EXPECT_EQ(parseOk({"--pmu=perf"}).pmu, PmuChoice::Perf);
+  EXPECT_EQ(parseOk({"--pmu", "perf", "--perf-model=sw"}).perf_model, PerfModelChoice::Software);
+  EXPECT_EQ(parseOk({"--perf-model", "x86"}).perf_model, PerfModelChoice::X86);
+  EXPECT_EQ(parseOk({"--perf-model=auto"}).perf_model, PerfModelChoice::Auto);
 }
 
 // The command line the tests run the daemon with.
@@ -205,7 +214,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--sim-events="}, "--sim-events"}, BadRow{{"--system-group="}, "--system-group"},
         BadRow{{"--sim-width="}, "--sim-width"}, BadRow{{"--tick="}, "--tick"},
         // Values that are no value of the option.
-        BadRow{{"--pmu=perf"}, "--pmu: 'perf'"}, BadRow{{"--pmu=SIM"}, "--pmu"}, BadRow{{"--pmu="}, "--pmu"},
+        BadRow{{"--pmu=perfect"}, "--pmu: 'perfect'"}, BadRow{{"--perf-model=arm"}, "--perf-model: 'arm'"},
+        BadRow{{"--perf-model"}, "--perf-model needs a value"}, BadRow{{"--pmu=SIM"}, "--pmu"}, BadRow{{"--pmu="}, "--pmu"},
         BadRow{{"--sim-clock=virtual"}, "--sim-clock: 'virtual'"}, BadRow{{"--sim-clock=Manual"}, "--sim-clock"},
         BadRow{{"--allow-kernel=1"}, "--allow-kernel takes no value"}, BadRow{{"--help=yes"}, "--help"},
         BadRow{{"--version="}, "--version"},
@@ -247,7 +257,7 @@ TEST(DaemonOptions, UsageHasOneLinePerOption) {
   ASSERT_FALSE(usage.empty());
   EXPECT_EQ(usage.back(), '\n');
   const std::vector<std::string> options = {
-      "-f", "-d", "-o OPT[,OPT...]", "--pmu=auto|sim", "--sim-clock=real|manual", "--sim-width=W", "--sim-counters=N",
+      "-f", "-d", "-o OPT[,OPT...]", "--pmu=auto|perf|sim", "--perf-model=auto|sw|x86", "--sim-clock=real|manual", "--sim-width=W", "--sim-counters=N",
       "--sim-events=FILE", "--tick=NS", "--max-sessions-per-user=N", "--max-sets=N", "--max-messages=N",
       "--allow-kernel", "--system-group=GROUP", "--help", "--version"};
   EXPECT_EQ(lines.size(), options.size() + 1);

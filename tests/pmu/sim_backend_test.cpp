@@ -301,7 +301,7 @@ class Regs {
     bits_[static_cast<std::size_t>(d_.pmdSlot(index))] = v;
     used_ |= regBit(index);
   }
-  void load() { p_.loadSet(SetImage{0, pmcs_, used_, bits_}); }
+  void load() { ASSERT_TRUE(p_.loadSet(SetImage{0, pmcs_, used_, bits_}).ok()); }
   std::uint64_t read(unsigned index) {
     p_.readPmds(regBit(index), out_);
     return out_[static_cast<std::size_t>(d_.pmdSlot(index))];

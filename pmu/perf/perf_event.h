@@ -1,0 +1,98 @@
+// Thin, checked wrappers over the perf_event_open(2) interface: opening an
+// event, the ioctls the backend uses, reading a group, and the ring buffer
+// through which the kernel reports overflows. Nothing here knows about sets
+// or PMU descriptions.
+#pragma once
+
+#include <linux/perf_event.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "pmu/result.h"
+
+namespace pfmfs::pmu::perf {
+
+// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd();
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// perf_event_open with close-on-exec. The error keeps the kernel's errno.
+Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd);
+
+// ioctls. `group` applies an enable/disable/reset to the whole group of a leader.
+Status enableEvent(int fd, bool group);
+Status disableEvent(int fd, bool group);
+Status setPeriod(int fd, std::uint64_t period);
+Status setOutput(int fd, int output_fd);
+Result<std::uint64_t> eventId(int fd);
+
+// One read() of a group leader opened with PERF_FORMAT_GROUP |
+// TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING | ID.
+struct GroupReading {
+  std::uint64_t time_enabled = 0;
+  std::uint64_t time_running = 0;
+  std::vector<std::uint64_t> values;  // in the order the members were opened
+  std::vector<std::uint64_t> ids;
+};
+inline constexpr std::uint64_t kGroupReadFormat =
+    PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;
+Status readGroup(int leader_fd, std::size_t members, GroupReading& out);
+
+// A plain read() of a single counter opened with read_format 0.
+Result<std::uint64_t> readCount(int fd);
+
+// What one overflow record says (PERF_RECORD_SAMPLE with PERF_SAMPLE_IDENTIFIER
+// | IP | TID | CPU), or how many samples the kernel dropped (PERF_RECORD_LOST).
+inline constexpr std::uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CPU;
+struct OverflowRecord {
+  std::uint64_t id = 0;  // the event (PERF_EVENT_IOC_ID)
+  std::uint64_t ip = 0;
+  std::uint32_t pid = 0, tid = 0, cpu = 0;
+  std::uint64_t lost = 0;  // PERF_RECORD_LOST: samples the kernel could not store; no ip
+};
+
+// The mmap'd ring buffer of one event. Other events write into it after
+// setOutput(their fd, this event's fd).
+class RingBuffer {
+ public:
+  RingBuffer() = default;
+  ~RingBuffer();
+  RingBuffer(const RingBuffer&) = delete;
+  RingBuffer& operator=(const RingBuffer&) = delete;
+
+  // Maps 1 + data_pages (a power of two) pages of `fd`.
+  Status map(int fd, std::size_t data_pages);
+  // Every overflow record written since the last call; others are skipped.
+  void take(std::vector<OverflowRecord>& out);
+
+ private:
+  void* base_ = nullptr;
+  std::size_t size_ = 0;   // the whole mapping
+  std::size_t data_size_ = 0;
+  std::vector<unsigned char> scratch_;
+};
+
+}  // namespace pfmfs::pmu::perf
