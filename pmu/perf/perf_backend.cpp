@@ -109,7 +109,7 @@ class PerfTarget final : public TargetPmu {
       // back, values untouched): nothing to tell it. Otherwise restart its
       // period from here; the event is disabled, so it starts at the enable.
       std::uint64_t dist = periodFor(c.base);
-      if (c.phase_at + c.period != c.ref + dist) {
+      if (!inStep(c, dist)) {
         if (Status s = setPeriod(c.fd.get(), dist); !s) return s;
         c.period = dist;
         c.phase_at = c.ref;
@@ -136,7 +136,7 @@ class PerfTarget final : public TargetPmu {
     // The kernel re-armed the counter at the overflow with its period: when
     // that is the new period too (a reset to the same value, the common case)
     // there is nothing to do.
-    if (c->phase_at + c->period == c->ref + dist) return;
+    if (inStep(*c, dist)) return;
     // Otherwise: stop the event, give it what is left to the wrap, restart.
     // An active event's period cannot change in place: perf would raise an
     // overflow at its next event.
@@ -309,6 +309,14 @@ class PerfTarget final : public TargetPmu {
     g.time_enabled = reading_.time_enabled;
     g.time_running = reading_.time_running;
     return {};
+  }
+
+  // Whether the kernel's next overflow of `c` is where the value's wrap is,
+  // `dist` events after c.ref. Counters far from their wrap (2^63 events and
+  // more) need no agreement: neither will ever come.
+  static bool inStep(const Counter& c, std::uint64_t dist) {
+    if (dist == kMaxPeriod && c.period == kMaxPeriod) return true;
+    return c.phase_at + c.period == c.ref + dist;
   }
 
   Counter* counterOf(unsigned pmd_index) {

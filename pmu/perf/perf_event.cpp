@@ -37,8 +37,15 @@ Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd) {
 
 namespace {
 
+std::atomic<std::uint64_t> ioctls{0};
+
+int countedIoctl(int fd, unsigned long request, unsigned long arg) {
+  ioctls.fetch_add(1, std::memory_order_relaxed);
+  return ::ioctl(fd, request, arg);
+}
+
 Status ioctlStatus(int fd, unsigned long request, unsigned long arg, const char* what) {
-  if (::ioctl(fd, request, arg) < 0) {
+  if (countedIoctl(fd, request, arg) < 0) {
     int e = errno;
     return err(e, "perf ioctl {}: {}", what, std::strerror(e));
   }
@@ -46,6 +53,8 @@ Status ioctlStatus(int fd, unsigned long request, unsigned long arg, const char*
 }
 
 }  // namespace
+
+std::uint64_t ioctlCount() { return ioctls.load(std::memory_order_relaxed); }
 
 Status enableEvent(int fd, bool group) {
   return ioctlStatus(fd, PERF_EVENT_IOC_ENABLE, group ? PERF_IOC_FLAG_GROUP : 0, "ENABLE");
@@ -56,7 +65,7 @@ Status disableEvent(int fd, bool group) {
 }
 
 Status setPeriod(int fd, std::uint64_t period) {
-  if (::ioctl(fd, PERF_EVENT_IOC_PERIOD, &period) < 0) {
+  if (countedIoctl(fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<unsigned long>(&period)) < 0) {
     int e = errno;
     return err(e, "perf ioctl PERIOD {}: {}", period, std::strerror(e));
   }
@@ -69,7 +78,7 @@ Status setOutput(int fd, int output_fd) {
 
 Result<std::uint64_t> eventId(int fd) {
   std::uint64_t id = 0;
-  if (::ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0) {
+  if (countedIoctl(fd, PERF_EVENT_IOC_ID, reinterpret_cast<unsigned long>(&id)) < 0) {
     int e = errno;
     return err(e, "perf ioctl ID: {}", std::strerror(e));
   }

@@ -42,6 +42,10 @@ class Fd {
 // perf_event_open with close-on-exec. The error keeps the kernel's errno.
 Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd);
 
+// ioctls issued by this process through the functions below, all targets
+// together: how the tests and benchmarks see what a set switch costs.
+std::uint64_t ioctlCount();
+
 // ioctls. `group` applies an enable/disable/reset to the whole group of a leader.
 Status enableEvent(int fd, bool group);
 Status disableEvent(int fd, bool group);

@@ -20,6 +20,7 @@
 #include "pmu/host_info.h"
 #include "pmu/intel_arch_perfmon.h"
 #include "tests/support/cpu_time.h"
+#include "tests/support/worker_thread.h"
 
 namespace pfmfs::pmu::sim {
 namespace {
@@ -27,6 +28,7 @@ namespace {
 using namespace std::chrono_literals;
 using pfmfs::testing::burnCpu;
 using pfmfs::testing::nowNs;
+using pfmfs::testing::Worker;
 
 pid_t gettidNow() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
@@ -59,67 +61,6 @@ int lastOnlineCpu() {
     if (cpuOnline(c)) last = c;
   return last;
 }
-
-// A thread that runs jobs on request and reports its tid: the target of the
-// real-clock tests. It blocks between jobs, so its CPU time stands still.
-class Worker {
- public:
-  Worker() : thread_([this] { run(); }) {
-    std::unique_lock l(mu_);
-    cv_.wait(l, [this] { return tid_ != 0; });
-  }
-  ~Worker() {
-    {
-      std::lock_guard l(mu_);
-      quit_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  pid_t tid() const { return tid_; }
-
-  // Runs `job` on the worker and waits until it is done.
-  void run(std::function<void()> job) {
-    std::unique_lock l(mu_);
-    job_ = std::move(job);
-    cv_.notify_all();
-    cv_.wait(l, [this] { return !job_; });
-  }
-
-  void exitAndJoin() {
-    {
-      std::lock_guard l(mu_);
-      quit_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void run() {
-    std::unique_lock l(mu_);
-    tid_ = gettidNow();
-    cv_.notify_all();
-    while (true) {
-      cv_.wait(l, [this] { return quit_ || job_; });
-      if (quit_) return;
-      auto job = std::move(job_);
-      l.unlock();
-      job();
-      l.lock();
-      job_ = nullptr;
-      cv_.notify_all();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::function<void()> job_;
-  pid_t tid_ = 0;
-  bool quit_ = false;
-  std::thread thread_;
-};
 
 // ---------------------------------------------------------------- create
 

@@ -1,0 +1,441 @@
+// Unit tests of the perf backend on this machine's software events: the
+// perf-sw and perf-x86 descriptions and register mappings, exact page-fault
+// counts of a real thread, set switches (two ioctls), overflows from the ring
+// buffer with resets at the overflow instant, the poller's wake-ups, a thread
+// that exits, and CPU targets.
+#include "pmu/perf/perf_backend.h"
+
+#include <gtest/gtest.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "pmu/event_name.h"
+#include "pmu/host_info.h"
+#include "pmu/intel_arch_perfmon.h"
+#include "pmu/perf/perf_event.h"
+#include "pmu/perf/perf_models.h"
+#include "tests/support/cpu_time.h"
+#include "tests/support/worker_thread.h"
+
+namespace pfmfs::pmu::perf {
+namespace {
+
+using namespace std::chrono_literals;
+using pfmfs::testing::burnCpu;
+using pfmfs::testing::Worker;
+
+constexpr std::uint64_t kUsr = intel::evtsel::kUsr;
+constexpr std::uint64_t kEn = intel::evtsel::kEn;
+constexpr std::uint64_t kInt = intel::evtsel::kInt;
+constexpr std::uint64_t kPageFaults = PERF_COUNT_SW_PAGE_FAULTS;
+constexpr std::uint64_t kTaskClock = PERF_COUNT_SW_TASK_CLOCK;
+constexpr std::uint64_t kContextSwitches = PERF_COUNT_SW_CONTEXT_SWITCHES;
+
+// Touches `n` fresh pages once each: exactly n user-level page faults.
+void touchPages(std::size_t n) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* p = ::mmap(nullptr, n * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  ::madvise(p, n * page, MADV_NOHUGEPAGE);  // one fault per page, not per 2 MiB
+  auto* bytes = static_cast<volatile unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) bytes[i * page] = 1;
+  ::munmap(p, n * page);
+}
+
+class CountingListener final : public TargetListener {
+ public:
+  void attention() override { calls.fetch_add(1); }
+  std::atomic<int> calls{0};
+};
+
+std::unique_ptr<PerfBackend> makeSw() {
+  PerfOptions o;
+  o.model = Model::Software;
+  auto b = PerfBackend::create(o);
+  EXPECT_TRUE(b.ok()) << (b.ok() ? "" : b.error().reason);
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+// One attached target with a set image to load: PMC values by index, PMD
+// bits by index, as the engine would put them.
+class Rig {
+ public:
+  explicit Rig(const Target& t) : backend_(makeSw()), listener_(std::make_shared<CountingListener>()) {
+    const PmuDescription& d = backend_->description();
+    pmcs_.assign(d.pmcs.size(), 0);
+    bits_.assign(d.pmds.size(), 0);
+    out_.assign(d.pmds.size(), 0);
+    auto a = backend_->attach(t, listener_);
+    EXPECT_TRUE(a.ok()) << (a.ok() ? "" : a.error().reason);
+    if (a.ok()) pmu_ = std::move(*a);
+  }
+
+  TargetPmu& pmu() { return *pmu_; }
+  CountingListener& listener() { return *listener_; }
+
+  void pmc(unsigned n, std::uint64_t event, bool kernel = false) {
+    pmcs_[n] = event | kUsr | (kernel ? intel::evtsel::kOs : 0) | kEn | kInt;
+    used_ |= regBit(n);
+  }
+  void pmd(unsigned n, std::uint64_t bits) { bits_[n] = bits; }
+  void clear() {
+    std::fill(pmcs_.begin(), pmcs_.end(), 0);
+    used_ = 0;
+  }
+  Status load(std::uint16_t set) { return pmu_->loadSet(SetImage{set, pmcs_, used_, bits_}); }
+  std::uint64_t read(unsigned n) {
+    pmu_->readPmds(regBit(n), out_);
+    return out_[n];
+  }
+  // Takes every overflow, resetting each to `reset` as the engine would
+  // without notify; returns how many there were.
+  unsigned takeAll(unsigned pmd, std::uint64_t reset) {
+    unsigned n = 0;
+    while (auto o = pmu_->takeOverflow()) {
+      EXPECT_EQ(o->pmds, regBit(pmd));
+      pmu_->reloadPmd(pmd, reset);
+      ++n;
+    }
+    return n;
+  }
+
+ private:
+  std::unique_ptr<PerfBackend> backend_;
+  std::shared_ptr<CountingListener> listener_;
+  std::unique_ptr<TargetPmu> pmu_;
+  std::vector<std::uint64_t> pmcs_, bits_, out_;
+  RegMask used_ = 0;
+};
+
+Target thread(pid_t tid) { return Target{TargetKind::Thread, tid}; }
+
+// ---- descriptions and mappings --------------------------------------------------
+
+TEST(PerfModels, SoftwareDescription) {
+  PmuDescription d = softwareDescription();
+  EXPECT_TRUE(d.validate().empty());
+  EXPECT_EQ(d.model, "perf-sw");
+  EXPECT_EQ(d.pmcs.size(), 8u);
+  EXPECT_EQ(d.pmds.size(), 8u);
+  EXPECT_EQ(d.width(), 64u);
+  ASSERT_EQ(d.events.size(), 9u);
+  ASSERT_NE(d.findEvent("page-faults"), nullptr) << "perf's spelling names ours";
+  EXPECT_EQ(d.findEvent("page-faults")->code, kPageFaults);
+  EXPECT_EQ(d.findEvent("Task_Clock")->code, kTaskClock);
+  EXPECT_EQ(d.findEvent("CPU_CLOCK")->code, 0u);
+  EXPECT_EQ(d.findEvent("cycles"), nullptr);
+  // Event names encode to PERFEVTSEL's layout.
+  auto v = encodeEventName(d, "context-switches:u:k", 3);
+  ASSERT_TRUE(v.ok()) << v.error().reason;
+  EXPECT_EQ(*v, kContextSwitches | kUsr | intel::evtsel::kOs);
+  EXPECT_EQ(d.pmcs[0].rsvd_mask & 0x100, 0x100u) << "umask bits are reserved: no software event has one";
+}
+
+TEST(PerfModels, SoftwareMapping) {
+  PmuDescription d = softwareDescription();
+  std::vector<std::uint64_t> pmcs(8, 0);
+  EXPECT_FALSE(counterEvent(Model::Software, d, pmcs, 2).has_value()) << "a PMC of 0 frees the counter";
+  pmcs[2] = kPageFaults | kUsr | kEn | kInt;
+  auto e = counterEvent(Model::Software, d, pmcs, 2);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->type, static_cast<std::uint32_t>(PERF_TYPE_SOFTWARE));
+  EXPECT_EQ(e->config, kPageFaults);
+  EXPECT_FALSE(e->exclude_user);
+  EXPECT_TRUE(e->exclude_kernel);
+  pmcs[0] = PERF_COUNT_SW_CPU_CLOCK | intel::evtsel::kOs;  // cpu-clock is code 0: the OS bit alone enables it
+  e = counterEvent(Model::Software, d, pmcs, 0);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->config, static_cast<std::uint64_t>(PERF_COUNT_SW_CPU_CLOCK));
+  EXPECT_TRUE(e->exclude_user);
+  EXPECT_FALSE(e->exclude_kernel);
+}
+
+TEST(PerfModels, X86Mapping) {
+  PmuDescription d = x86Description(4);
+  EXPECT_TRUE(d.validate().empty());
+  EXPECT_EQ(d.model, "perf-x86");
+  EXPECT_EQ(d.width(), 64u);
+  std::vector<std::uint64_t> pmcs(d.pmcs.size(), 0);
+  using namespace intel;
+  // PERFEVTSEL1: LLC misses, edge, inv, cmask 2, user and kernel, plus the
+  // engine's EN and INT which are not part of the raw event.
+  pmcs[1] = event::kLlcMisses | evtsel::kEdge | evtsel::kInv | (2ull << 24) | evtsel::kUsr | evtsel::kOs | kEn | kInt;
+  auto e = counterEvent(Model::X86, d, pmcs, 1);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->type, static_cast<std::uint32_t>(PERF_TYPE_RAW));
+  EXPECT_EQ(e->config, event::kLlcMisses | evtsel::kEdge | evtsel::kInv | (2ull << 24));
+  EXPECT_FALSE(e->exclude_user || e->exclude_kernel);
+  // FIXED_CTR_CTRL: fixed 0 (instructions) at user level, fixed 2 (ref cycles) at kernel level.
+  pmcs[static_cast<std::size_t>(d.pmcSlot(kFixedCtrlPmc))] =
+      fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi) | fixedctl::field(2, fixedctl::kOs);
+  auto instr = counterEvent(Model::X86, d, pmcs, static_cast<std::size_t>(d.pmdSlot(kFixedPmd0)));
+  ASSERT_TRUE(instr.has_value());
+  EXPECT_EQ(instr->type, static_cast<std::uint32_t>(PERF_TYPE_HARDWARE));
+  EXPECT_EQ(instr->config, static_cast<std::uint64_t>(PERF_COUNT_HW_INSTRUCTIONS));
+  EXPECT_TRUE(instr->exclude_kernel);
+  EXPECT_FALSE(counterEvent(Model::X86, d, pmcs, static_cast<std::size_t>(d.pmdSlot(kFixedPmd0 + 1))).has_value());
+  auto ref = counterEvent(Model::X86, d, pmcs, static_cast<std::size_t>(d.pmdSlot(kFixedPmd0 + 2)));
+  ASSERT_TRUE(ref.has_value());
+  EXPECT_EQ(ref->config, static_cast<std::uint64_t>(PERF_COUNT_HW_REF_CPU_CYCLES));
+  EXPECT_TRUE(ref->exclude_user);
+}
+
+TEST(PerfBackend, CreatesWhereTheKernelAllows) {
+  ASSERT_TRUE(perfUsable().ok()) << perfUsable().error().reason;
+  auto b = makeSw();
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->name(), "perf");
+  EXPECT_EQ(b->description().model, "perf-sw");
+  EXPECT_FALSE(b->holdsThreads());
+  EXPECT_FALSE(b->exclusiveThreads());
+  EXPECT_TRUE(b->interruptsOnOverflow());
+  EXPECT_EQ(b->clock(), ClockKind::Real);
+  // perf-x86 only where the kernel exposes a hardware PMU.
+  PerfOptions x86;
+  x86.model = Model::X86;
+  auto hw = PerfBackend::create(x86);
+  EXPECT_EQ(hw.ok(), detectModel() == Model::X86);
+  if (!hw.ok()) {
+    EXPECT_EQ(hw.code(), -ENODEV);
+  }
+}
+
+// ---- counting ------------------------------------------------------------------------
+
+TEST(PerfTarget, CountsPageFaultsOfAThreadExactly) {
+  Worker w;
+  Rig r(thread(w.tid()));
+  r.pmc(0, kPageFaults);
+  r.pmc(1, kTaskClock);
+  r.pmd(0, 1000);  // a loaded value is where counting continues from
+  ASSERT_TRUE(r.load(0).ok());
+  w.run([] { touchPages(10); });  // before enable: not counted
+  r.pmu().enable();
+  w.run([] { touchPages(37); });
+  EXPECT_EQ(r.read(0), 1037u);
+  r.pmu().disable();
+  w.run([] { touchPages(5); });  // after disable: not counted
+  EXPECT_EQ(r.read(0), 1037u);
+  const std::uint64_t t0 = r.pmu().timeNs();
+  r.pmu().enable();
+  w.run([] { burnCpu(20'000'000); });
+  r.pmu().disable();
+  const std::uint64_t busy = r.read(1);
+  EXPECT_GE(busy, 15'000'000u);
+  // The target's clock is its task-clock: the same CPU time.
+  const std::uint64_t t1 = r.pmu().timeNs();
+  EXPECT_GE(t1 - t0, busy - busy / 100);
+  EXPECT_EQ(r.pmu().unscheduledNs(), 0u) << "software events always fit";
+}
+
+TEST(PerfTarget, SwitchingSetsCostsTwoIoctlsAndKeepsCountsApart) {
+  Worker w;
+  Rig r(thread(w.tid()));
+  r.pmc(0, kPageFaults);
+  ASSERT_TRUE(r.load(0).ok());
+  r.clear();
+  r.pmc(0, kPageFaults);
+  r.pmc(1, kTaskClock);
+  ASSERT_TRUE(r.load(1).ok());  // opens set 1's group
+  r.clear();
+  r.pmc(0, kPageFaults);
+  r.pmd(0, 0);
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  w.run([] { touchPages(7); });
+  std::uint64_t set0 = 0, set1 = 0;
+  for (int round = 0; round < 5; ++round) {
+    // As the engine switches: disable, fold, load the next, enable.
+    std::uint64_t before = ioctlCount();
+    r.pmu().disable();
+    set0 = r.read(0);
+    r.clear();
+    r.pmc(0, kPageFaults);
+    r.pmc(1, kTaskClock);
+    r.pmd(0, set1);
+    ASSERT_TRUE(r.load(1).ok());
+    r.pmu().enable();
+    EXPECT_EQ(ioctlCount() - before, 2u) << "round " << round;
+    w.run([] { touchPages(3); });
+
+    before = ioctlCount();
+    r.pmu().disable();
+    set1 = r.read(0);
+    r.clear();
+    r.pmc(0, kPageFaults);
+    r.pmd(0, set0);
+    ASSERT_TRUE(r.load(0).ok());
+    r.pmu().enable();
+    EXPECT_EQ(ioctlCount() - before, 2u) << "round " << round;
+    w.run([] { touchPages(2); });
+  }
+  r.pmu().disable();
+  EXPECT_EQ(r.read(0), 7u + 5 * 2);  // set 0's faults only
+  EXPECT_EQ(set1, 5u * 3);             // set 1's
+}
+
+TEST(PerfTarget, ChangedEventsReopenTheGroup) {
+  Worker w;
+  Rig r(thread(w.tid()));
+  r.pmc(0, kContextSwitches, true);  // the scheduler switches in the kernel: :u alone counts none
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  w.run([] { std::this_thread::sleep_for(1ms); });
+  r.pmu().disable();
+  EXPECT_GE(r.read(0), 1u);
+  r.clear();
+  r.pmc(0, kPageFaults);  // the same set, another event: a new group
+  r.pmd(0, 0);
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  w.run([] { touchPages(4); });
+  r.pmu().disable();
+  EXPECT_EQ(r.read(0), 4u);
+}
+
+// ---- overflows --------------------------------------------------------------------
+
+TEST(PerfTarget, OverflowsArriveAtTheWrapAndResetAtTheirInstant) {
+  Worker w;
+  Rig r(thread(w.tid()));
+  constexpr std::uint64_t P = 10;
+  r.pmc(0, kPageFaults);
+  r.pmd(0, std::uint64_t{0} - P);
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  // 57 faults before anyone looks: the kernel recorded each wrap at its
+  // instant, and resets to -P applied at those instants lose nothing.
+  w.run([] { touchPages(57); });
+  auto o = r.pmu().takeOverflow();
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->pmds, regBit(0));
+  EXPECT_EQ(o->tid, w.tid());
+  EXPECT_EQ(o->pid, ::getpid());
+  EXPECT_NE(o->ip, 0u);
+  EXPECT_TRUE(cpuOnline(o->cpu));
+  r.pmu().reloadPmd(0, std::uint64_t{0} - P);
+  EXPECT_EQ(1 + r.takeAll(0, std::uint64_t{0} - P), 57 / P);
+  EXPECT_EQ(r.read(0), std::uint64_t{0} - P + 57 % P);
+  // And on: 13 more faults, two more wraps (at 60 and 70).
+  w.run([] { touchPages(13); });
+  EXPECT_EQ(r.takeAll(0, std::uint64_t{0} - P), 2u);
+  EXPECT_EQ(r.read(0), std::uint64_t{0} - P);
+  // The poller wakes the engine for records it has not taken yet.
+  const int calls = r.listener().calls.load();
+  w.run([] { touchPages(P); });
+  for (int i = 0; i < 200 && r.listener().calls.load() == calls; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_GT(r.listener().calls.load(), calls);
+  EXPECT_EQ(r.takeAll(0, std::uint64_t{0} - P), 1u);
+}
+
+TEST(PerfTarget, ResetToAnotherValueReprogramsThePeriod) {
+  Worker w;
+  Rig r(thread(w.tid()));
+  r.pmc(0, kPageFaults);
+  r.pmd(0, std::uint64_t{0} - 5);
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  w.run([] { touchPages(5); });
+  ASSERT_EQ(r.takeAll(0, std::uint64_t{0} - 20), 1u);  // after the first wrap, wrap every 20
+  w.run([] { touchPages(19); });
+  EXPECT_FALSE(r.pmu().takeOverflow().has_value());
+  EXPECT_EQ(r.read(0), std::uint64_t{0} - 1);
+  w.run([] { touchPages(1); });
+  EXPECT_EQ(r.takeAll(0, 0), 1u);  // then no more wraps: reset to 0
+  w.run([] { touchPages(30); });
+  EXPECT_FALSE(r.pmu().takeOverflow().has_value());
+  EXPECT_EQ(r.read(0), 30u);
+}
+
+TEST(PerfTarget, ReloadingASetDropsOverflowsOfTheValuesItReplaces) {
+  Worker w;
+  Rig r(thread(w.tid()));
+  r.pmc(0, kPageFaults);
+  r.pmd(0, std::uint64_t{0} - 3);
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  w.run([] { touchPages(3); });  // one wrap recorded, not taken
+  r.pmu().disable();
+  r.pmd(0, 100);  // the user writes a value: the old wrap is history
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  w.run([] { touchPages(2); });
+  EXPECT_FALSE(r.pmu().takeOverflow().has_value());
+  EXPECT_EQ(r.read(0), 102u);
+}
+
+TEST(PerfTarget, SwitchingAwayAndBackKeepsThePeriodWithoutAnIoctl) {
+  Worker w;
+  Rig r(thread(w.tid()));
+  r.pmc(0, kPageFaults);
+  r.pmd(0, std::uint64_t{0} - 8);
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  w.run([] { touchPages(5); });
+  r.pmu().disable();
+  const std::uint64_t folded = r.read(0);
+  EXPECT_EQ(folded, std::uint64_t{0} - 3);
+  const std::uint64_t before = ioctlCount();
+  r.pmd(0, folded);
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  EXPECT_EQ(ioctlCount() - before, 1u) << "the enable only: the kernel's period already ends at the wrap";
+  w.run([] { touchPages(3); });
+  EXPECT_EQ(r.takeAll(0, std::uint64_t{0} - 8), 1u);
+  EXPECT_EQ(r.read(0), std::uint64_t{0} - 8);
+}
+
+// ---- targets ----------------------------------------------------------------------
+
+TEST(PerfTarget, AThreadThatExitsIsGone) {
+  auto w = std::make_unique<Worker>();
+  Rig r(thread(w->tid()));
+  r.pmc(0, kPageFaults);
+  ASSERT_TRUE(r.load(0).ok());
+  r.pmu().enable();
+  w->run([] { touchPages(6); });
+  EXPECT_FALSE(r.pmu().gone());
+  const int calls = r.listener().calls.load();
+  w->exitAndJoin();
+  for (int i = 0; i < 500 && !r.pmu().gone(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(r.pmu().gone());
+  EXPECT_GT(r.listener().calls.load(), calls) << "the hang-up woke the engine";
+  EXPECT_GE(r.read(0), 6u) << "counts stay readable";
+}
+
+TEST(PerfTarget, RefusesWhatDoesNotExist) {
+  auto b = makeSw();
+  auto none = b->attach(thread(0x3fffffff), {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.code(), -ESRCH);
+  auto cpu = b->attach(Target{TargetKind::Cpu, 100000}, {});
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_EQ(cpu.code(), -EINVAL);
+}
+
+TEST(PerfTarget, CountsACpu) {
+  Rig r(Target{TargetKind::Cpu, 0});
+  r.pmc(0, PERF_COUNT_SW_CPU_CLOCK);
+  ASSERT_TRUE(r.load(0).ok());
+  const std::uint64_t t0 = r.pmu().timeNs();
+  r.pmu().enable();
+  std::this_thread::sleep_for(20ms);
+  r.pmu().disable();
+  const std::uint64_t t1 = r.pmu().timeNs();
+  EXPECT_GE(t1 - t0, 20'000'000u) << "a CPU's time is wall time";
+  // cpu-clock of a CPU runs with wall time whether the CPU is busy or idle.
+  EXPECT_GE(r.read(0), 15'000'000u);
+  EXPECT_LE(r.read(0), t1 - t0);
+  EXPECT_FALSE(r.pmu().gone());
+}
+
+}  // namespace
+}  // namespace pfmfs::pmu::perf
