@@ -1,6 +1,13 @@
 # Shared helpers of the integration tests: start pfmfsd on a temporary mount
-# point (sim backend, manual clock), read and write its files with real
-# syscalls, run code as unprivileged test users, and run shell commands.
+# point, read and write its files with real syscalls, run code as
+# unprivileged test users, drive target processes, and run shell commands.
+#
+# The suite runs on the backend named by $PFMFS_BACKEND: `sim` (the default:
+# the sim backend, manual clock) or `perf` (pfmfsd --pmu=perf, the real clock).
+# PMU gives each test what it needs of the backend in neutral terms (events
+# that count, register indices, pmu/info); a test that needs the sim itself
+# (manual clock, exact counts, --sim-* options) is marked @simOnly and is not
+# collected at all in a perf run.
 import atexit
 import contextlib
 import errno
@@ -11,6 +18,7 @@ import pwd
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -30,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 U64 = 1 << 64
+MSG = struct.Struct('<IIHHIQ5Q')  # pfarg_msg_t: 64 bytes
 
 
 def neg(n):
@@ -52,6 +61,186 @@ def simIp(t_ns):
     return 0x401000 + ((t_ns // 64) % 0x1000) * 4
 
 
+# ---- the backend ----------------------------------------------------------------
+
+BACKEND = os.environ.get('PFMFS_BACKEND', 'sim')
+if BACKEND not in ('sim', 'perf'):
+    raise SystemExit(f'PFMFS_BACKEND={BACKEND!r}: expected sim or perf')
+SIM = BACKEND == 'sim'
+PERF = BACKEND == 'perf'
+
+USR = 1 << 16  # PERFEVTSEL's privilege bits, the same on every backend's PMCs
+OS = 1 << 17
+
+
+class PmuTable:
+    """What a backend's PMU looks like through the mount, and the names a
+    backend-neutral test uses.
+
+    event_a: (name, code) of the event a test drives on a Worker target
+        (MountTestCase.drive): every unit of work counts `rate_a` of it.
+    event_b: (name, code) of a second event that counts on the same target.
+    reserved: a bit every PMC reserves (EINVAL with it set).
+    exclusive_threads: a thread takes one loaded session at most (EBUSY).
+    holds_threads: the backend can hold a thread (flags notify_block).
+    """
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+        self.pmc_mask = sum(1 << k for k in self.pmcs)
+        self.pmd_mask = sum(1 << k for k in self.pmds)
+        self.avail = f'avail_pmcs={self.pmc_mask:#x} avail_pmds={self.pmd_mask:#x}'
+        self.set_files = sorted(['info', 'regs', 'switch'] + [f'pmc{k}' for k in self.pmcs]
+                                + [f'pmd{k}' for k in self.pmds])
+        self.last_pmd = self.pmds[-1]
+        self.reserved = 1 << 32
+
+    def pmc(self, event, usr=True, kernel=False):
+        """The PMC value selecting `event` ((name, code)) at those levels, 0x hex
+        as a read shows it."""
+        return f'{event[1] | (USR if usr else 0) | (OS if kernel else 0):#x}'
+
+    @property
+    def pmc_a(self):
+        return self.pmc(self.event_a)
+
+    @property
+    def pmc_b(self):
+        return self.pmc(self.event_b)
+
+
+SIM_PMU = PmuTable(
+    backend='sim', model='intel-arch-v2',
+    info='backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
+         'features=fixed_counters,global_ctrl,ovfl_intr\n',
+    pmcs=[0, 1, 2, 3, 16], pmds=[0, 1, 2, 3, 16, 17, 18],
+    # Indices the description does not list (ENOENT as paths, EINVAL in regs).
+    missing_pmc=4, missing_pmd=19,
+    exclusive_threads=True, holds_threads=True,
+    event_a=('UNHALTED_CORE_CYCLES', 0x3c), rate_a=3,
+    event_b=('INSTRUCTION_RETIRED', 0xc0),
+    events=[
+        'name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc="Core cycles while the thread is not halted"',
+        'name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc="Instructions retired"',
+        'name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f '
+        'desc="Reference cycles at the TSC rate while the thread is not halted"',
+        'name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc="Last-level cache references"',
+        'name=LLC_MISSES code=0x412e pmcs=0xf desc="Last-level cache misses"',
+        'name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc="Branch instructions retired"',
+        'name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc="Mispredicted branch instructions retired"',
+        'name=SIM_PHASE_A code=0x1f0 pmcs=0xf desc="Simulated event at 4/ns in the first half of every 2 ms"',
+        'name=SIM_PHASE_B code=0x2f0 pmcs=0xf desc="Simulated event at 4/ns in the second half of every 2 ms"',
+    ],
+    # pmu/desc: name, addr, dfl_val, rsvd_msk of every PMC; name, addr, width of every PMD.
+    pmc_desc={
+        0: ('PERFEVTSEL0', '0x186', '0x0', '0xffffffff00000000'),
+        1: ('PERFEVTSEL1', '0x187', '0x0', '0xffffffff00000000'),
+        2: ('PERFEVTSEL2', '0x188', '0x0', '0xffffffff00000000'),
+        3: ('PERFEVTSEL3', '0x189', '0x0', '0xffffffff00000000'),
+        16: ('FIXED_CTR_CTRL', '0x38d', '0x0', '0xfffffffffffff000'),
+    },
+    pmd_desc={
+        0: ('PMC0', '0xc1', '48'),
+        1: ('PMC1', '0xc2', '48'),
+        2: ('PMC2', '0xc3', '48'),
+        3: ('PMC3', '0xc4', '48'),
+        16: ('FIXED_CTR0', '0x309', '48'),
+        17: ('FIXED_CTR1', '0x30a', '48'),
+        18: ('FIXED_CTR2', '0x30b', '48'),
+    },
+)
+
+# perf-sw: perf's software events, (name, code, desc).
+PERF_SW_EVENTS = [
+    ('CPU_CLOCK', 0x0, 'wall-clock time on a CPU, in ns (cpu-clock)'),
+    ('TASK_CLOCK', 0x1, 'CPU time of the target, in ns (task-clock)'),
+    ('PAGE_FAULTS', 0x2, 'page faults, minor and major (page-faults)'),
+    ('CONTEXT_SWITCHES', 0x3, 'context switches (context-switches)'),
+    ('CPU_MIGRATIONS', 0x4, 'moves of a thread to another CPU (cpu-migrations)'),
+    ('MINOR_FAULTS', 0x5, 'page faults served without I/O (minor-faults)'),
+    ('MAJOR_FAULTS', 0x6, 'page faults that needed I/O (major-faults)'),
+    ('ALIGNMENT_FAULTS', 0x7, 'unaligned accesses fixed up by the kernel (alignment-faults)'),
+    ('EMULATION_FAULTS', 0x8, 'instructions emulated by the kernel (emulation-faults)'),
+]
+
+PERF_PMU = PmuTable(
+    backend='perf', model='perf-sw',
+    info='backend=perf model=perf-sw pmcs=0xff pmds=0xff counters=8 fixed=0 width=64 '
+         'features=perf_events,software_events,ovfl_intr\n',
+    pmcs=list(range(8)), pmds=list(range(8)),
+    missing_pmc=8, missing_pmd=8,
+    exclusive_threads=False, holds_threads=False,  # perf counts for any number of sessions; holds no thread
+    # Page faults are what a Worker makes exactly (a fresh page each), at user level.
+    event_a=('PAGE_FAULTS', 0x2), rate_a=1,
+    event_b=('TASK_CLOCK', 0x1),
+    events=[f'name={name} code={code:#x} pmcs=0xff desc="{desc}"' for name, code, desc in PERF_SW_EVENTS],
+    # Event 7:0, USR 16, OS 17, INT 20 and EN 22 are the only bits that are not reserved.
+    pmc_desc={k: (f'SWEVTSEL{k}', '0x0', '0x0', '0xffffffffffacff00') for k in range(8)},
+    pmd_desc={k: (f'SWCTR{k}', '0x0', '64') for k in range(8)},
+)
+
+PMU = SIM_PMU if SIM else PERF_PMU
+
+
+def simOnly(obj):
+    """Marks a test method or a whole TestCase class that needs the sim
+    backend: the manual clock, pmu/sim/advance, exact sim counts or a --sim-*
+    option. On another backend it is not collected at all (not skipped)."""
+    obj._pfmfs_sim_only = True
+    return obj
+
+
+def isSimOnly(obj):
+    return bool(getattr(obj, '_pfmfs_sim_only', False))
+
+
+class BackendLoader(unittest.TestLoader):
+    """Collects what runs on BACKEND: everything on sim, all but the
+    @simOnly tests elsewhere."""
+
+    def __init__(self):
+        super().__init__()
+        self.left_out = 0
+
+    def getTestCaseNames(self, testCaseClass):
+        names = super().getTestCaseNames(testCaseClass)
+        if SIM:
+            return names
+        if isSimOnly(testCaseClass):
+            kept = []
+        else:
+            kept = [n for n in names if not isSimOnly(getattr(testCaseClass, n))]
+        self.left_out += len(names) - len(kept)
+        return kept
+
+
+def onlineCpus():
+    """The online cpus, from /sys (the same source the daemon uses)."""
+    with open('/sys/devices/system/cpu/online') as f:
+        text = f.read().strip()
+    cpus = []
+    for part in text.split(','):
+        lo, _, hi = part.partition('-')
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+OVFL_RE = re.compile(r'type=ovfl seq=(\d+) set=(\d+) pmds=(0x[0-9a-f]+) pid=(\d+) tid=(\d+) cpu=(\d+) ip=(0x[0-9a-f]+)')
+
+
+def ovflLine(seq, pid, tid, t_ns, set_id=0, pmds=0x1, cpu=0):
+    """The `messages` line of an overflow on sim at target time t_ns."""
+    return f'type=ovfl seq={seq} set={set_id} pmds={pmds:#x} pid={pid} tid={tid} cpu={cpu} ip={simIp(t_ns):#x}\n'
+
+
+def ovflLineLengths(seq, pid, tid, set_id=0, pmds=0x1):
+    """The shortest and longest an overflow line can be where cpu and ip are
+    not known (perf: the real ones)."""
+    short = ovflLine(seq, pid, tid, 0, set_id, pmds)
+    fixed = len(short) - len(f'{simIp(0):#x}') - 1  # without the ip's digits and the cpu
+    return fixed + 1 + 3, fixed + len(str(max(onlineCpus()))) + 2 + 16
+
+
 def inCi():
     return os.environ.get('CI', '') == 'true'
 
@@ -67,6 +256,24 @@ def daemonPath():
     return None
 
 
+def perfEventsWork():
+    """Whether this process may open a perf software event on itself."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = bytearray(128)  # struct perf_event_attr
+    struct.pack_into('<IIQ', attr, 0, 1, len(attr), 1)  # PERF_TYPE_SOFTWARE, size, PERF_COUNT_SW_TASK_CLOCK
+    struct.pack_into('<Q', attr, 40, 1 | 1 << 5 | 1 << 6)  # disabled, exclude_kernel, exclude_hv
+    buf = (ctypes.c_char * len(attr)).from_buffer(attr)
+    number = {'x86_64': 298, 'aarch64': 241, 'riscv64': 241}.get(os.uname().machine)
+    if number is None:
+        return True  # not known here: let pfmfsd --pmu=perf say
+    fd = libc.syscall(number, buf, 0, -1, -1, 0)  # perf_event_open(attr, self, any cpu, no group, no flags)
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
 def requireEnvironment():
     """Exit 77 (skip) when the tests cannot run here: not root, no /dev/fuse,
     no daemon. Under CI=true a missing requirement is a failure instead."""
@@ -77,6 +284,8 @@ def requireEnvironment():
         missing.append('no /dev/fuse')
     if daemonPath() is None:
         missing.append('no pfmfsd (set PFMFSD)')
+    if PERF and not perfEventsWork():
+        missing.append('perf_event_open does not work here (PFMFS_BACKEND=perf)')
     if not missing:
         return
     reason = ', '.join(missing)
@@ -91,7 +300,11 @@ def main():
     """The entry point of every test module."""
     requireEnvironment()
     ensureUsers()
-    unittest.main(verbosity=2)
+    loader = BackendLoader()
+    program = unittest.main(testLoader=loader, verbosity=2, exit=False)
+    print(f'backend {BACKEND}: {program.result.testsRun} tests run'
+          + (f', {loader.left_out} sim-only tests not collected' if loader.left_out else ''), file=sys.stderr)
+    sys.exit(0 if program.result.wasSuccessful() else 1)
 
 
 # ---- users ----------------------------------------------------------------------
@@ -244,28 +457,106 @@ def sleeper(user=None):
         proc.wait()
 
 
-_THREADED_SCRIPT = r'''
-import sys, threading, time
-def worker():
+_WORKER_SCRIPT = r'''
+import mmap, sys, threading, time
+PAGE = mmap.PAGESIZE
+
+def serve():
+    # One command a line, answered "ok": "fault N" touches N fresh pages (N
+    # page faults at user level, no more: no huge pages), "burn NS" spins for
+    # NS ns of the thread's CPU time. An empty line (or EOF) ends the thread.
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            return
+        if cmd[0] == 'fault':
+            n = int(cmd[1])
+            m = mmap.mmap(-1, n * PAGE)
+            m.madvise(mmap.MADV_NOHUGEPAGE)
+            for i in range(0, n * PAGE, PAGE):
+                m[i] = 1
+            m.close()
+        elif cmd[0] == 'burn':
+            end = time.thread_time_ns() + int(cmd[1])
+            while time.thread_time_ns() < end:
+                pass
+        print('ok', flush=True)
+
+if sys.argv[1] == 'threaded':
+    def worker():
+        print(threading.get_native_id(), flush=True)
+        serve()
+    t = threading.Thread(target=worker, daemon=True)
+    t.start()
+    t.join()
+    print('thread-ended', flush=True)
+    time.sleep(1000)
+else:
     print(threading.get_native_id(), flush=True)
-    sys.stdin.readline()  # a line on stdin ends the thread
-t = threading.Thread(target=worker, daemon=True)
-t.start()
-t.join()
-print("thread-ended", flush=True)
-time.sleep(1000)
+    serve()
 '''
 
 
-class ThreadedTarget:
-    """A process whose second thread is the target: pid != tid. Writing a
-    line to its stdin (endThread) ends that thread while the process lives."""
+def userPython():
+    """A python3 every user may run (this one may live in root's home)."""
+    for candidate in (sys.executable, '/usr/bin/python3', shutil.which('python3') or ''):
+        path = os.path.realpath(candidate) if candidate else ''
+        if path and os.stat(path).st_mode & 0o001 and all(
+                os.stat(d).st_mode & 0o001 for d in _parents(path)):
+            return candidate
+    raise AssertionError('no python3 that other users may run')
 
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, '-c', _THREADED_SCRIPT], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+
+def _parents(path):
+    d = os.path.dirname(path)
+    while d and d != '/':
+        yield d
+        d = os.path.dirname(d)
+
+
+class Worker:
+    """A target process that sleeps on its stdin (as `sleep` would) and works
+    on command: fault(n) makes its thread take n page faults, burn(ns) spends
+    CPU time. threaded=True puts the commands in a second thread, the target
+    (pid != tid); endThread() ends that thread while the process lives. With
+    `user` it runs as that user."""
+
+    def __init__(self, threaded=False, user=None):
+        kwargs = {}
+        python = sys.executable
+        if user is not None:
+            uid, gid = userIds(user)
+            kwargs = dict(user=uid, group=gid, extra_groups=[])
+            python = userPython()
+        self.proc = subprocess.Popen([python, '-c', _WORKER_SCRIPT, 'threaded' if threaded else 'plain'],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **kwargs)
         self.pid = self.proc.pid
         self.tid = int(self.proc.stdout.readline())
+        self._command('fault 1')  # the first command's own faults happen here, not in a test's count
+
+    def _command(self, line):
+        self.proc.stdin.write(line + '\n')
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        assert answer == 'ok\n', f'worker {self.pid} answered {answer!r} to {line!r}'
+
+    def faults(self, process=False):
+        """The page faults (minor and major) the target thread took so far;
+        with `process`, those of the whole process, its exited threads' too."""
+        path = f'/proc/{self.pid}/stat' if process else f'/proc/{self.pid}/task/{self.tid}/stat'
+        with open(path) as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        return int(fields[7]) + int(fields[9])
+
+    def fault(self, n):
+        """The thread touches n fresh pages; returns the page faults it took
+        meanwhile, kernel-level ones included (n, unless something else faulted)."""
+        before = self.faults()
+        self._command(f'fault {n}')
+        return self.faults() - before
+
+    def burn(self, ns):
+        self._command(f'burn {ns}')
 
     def endThread(self):
         self.proc.stdin.write('\n')
@@ -285,6 +576,11 @@ class ThreadedTarget:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def ThreadedTarget():
+    """A process whose second thread is the target: pid != tid."""
+    return Worker(threaded=True)
 
 
 def goneTid():
@@ -333,7 +629,9 @@ class DaemonFailed(AssertionError):
 
 
 class Mount:
-    """pfmfsd -f --pmu=sim --sim-clock=manual -o allow_other [extra] TMP/mnt."""
+    """pfmfsd -f --pmu=sim --sim-clock=manual -o allow_other [extra] TMP/mnt
+    (without --sim-clock=manual if not manual_clock); on the perf backend
+    pfmfsd -f --pmu=perf -o allow_other [extra] TMP/mnt, whatever manual_clock."""
 
     def __init__(self, extra_args=(), manual_clock=True):
         self.extra_args = list(extra_args)
@@ -347,9 +645,7 @@ class Mount:
     # -- lifetime
 
     def command(self):
-        args = [daemonPath(), '-f', '--pmu=sim']
-        if self.manual_clock:
-            args.append('--sim-clock=manual')
+        args = [daemonPath(), '-f'] + backendArgs(self.manual_clock)
         return args + ['-o', 'allow_other'] + self.extra_args + [self.mnt]
 
     def start(self):
@@ -452,6 +748,8 @@ class Mount:
         write(self.path(rel), text)
 
     def advance(self, ns):
+        """Moves the sim's manual clock (sim only: a @simOnly test's tool)."""
+        assert SIM and self.manual_clock, 'advance() needs the sim backend with the manual clock'
         self.write('pmu/sim/advance', f'{ns}\n')
 
     def session(self, name):
@@ -463,6 +761,15 @@ class Mount:
 
     def sh(self, cmd, user=None, cwd=None):
         return sh(cmd, user=user, cwd=cwd or self.mnt, env={'MNT': self.mnt})
+
+
+def backendArgs(manual_clock=True):
+    """pfmfsd's options that select BACKEND (and the sim's manual clock)."""
+    if PERF:
+        # perf-sw everywhere, even where a hardware PMU would make auto pick
+        # perf-x86: the expectations below are perf-sw's.
+        return ['--pmu=perf', '--perf-model=sw']
+    return ['--pmu=sim'] + (['--sim-clock=manual'] if manual_clock else [])
 
 
 _live_mounts = set()
@@ -564,6 +871,56 @@ def countsLine(set_id, pmd, value, enabled, running):
             f'scaled={scaled}\n')
 
 
+class Driven:
+    """What a test made PMU.event_a count on a Worker, from here on: low is
+    what it asked for (drive), high what may have counted: on sim the same
+    (counts are exact), on perf every page fault the thread took since,
+    kernel-level ones and any stray ones included."""
+
+    def __init__(self, test, w, mount=None, process=False):
+        self.test = test
+        self.w = w
+        self.mount = mount
+        self.process = process
+        self.low = 0
+        self.base = w.faults(process)
+
+    def drive(self, n):
+        self.test.drive(self.w, n, self.mount)
+        self.low += n
+
+    def restart(self):
+        """Tallies from zero again (after writing the PMD)."""
+        self.low = 0
+        self.base = self.w.faults(self.process)
+        self.frozen = None
+
+    frozen = None
+
+    def freeze(self):
+        """Takes high now, before the worker's thread exits (its faults are
+        not readable after)."""
+        self.frozen = self.high()
+
+    def high(self):
+        if self.frozen is not None:
+            return self.frozen
+        return self.low if SIM else self.w.faults(self.process) - self.base
+
+    def check(self, value, start=0, minus=0):
+        """value is start plus what counted since the tally began, less
+        `minus` (mod 2^64): exactly low - minus on sim, within
+        [low - minus, high - minus] elsewhere."""
+        got = (value - start) % U64
+        low, high = self.low - minus, self.high() - minus
+        if SIM:
+            self.test.assertEqual(got, low, f'{value} is start {start} + {got}, expected + {low}')
+        else:
+            self.test.assertTrue(low <= got <= high,
+                                 f'{value} is start {start} + {got}, expected + [{low}, {high}]')
+        return got
+
+
 PRINTABLE = re.compile(r'^[\x20-\x7e]*\n?$')
 
 
@@ -607,6 +964,71 @@ class MountTestCase(unittest.TestCase):
         t = ThreadedTarget()
         self.addCleanup(t.close)
         return t
+
+    def worker(self, user=None, threaded=False):
+        """A Worker target, killed after the test."""
+        w = Worker(threaded=threaded, user=user)
+        self.addCleanup(w.close)
+        return w
+
+    def drive(self, w, n, mount=None):
+        """PMU.event_a counts n more on Worker w. On sim the manual clock moves
+        n / rate_a ns (every loaded target moves on with it: the count is
+        exact and everything due is done when this returns); on perf w's thread
+        takes n page faults and this returns how many it took in all (n, or a
+        few more, kernel-level ones included); what the daemon does about them
+        (overflows) may come a little later: see assertEventually."""
+        m = mount or self.m
+        if SIM:
+            self.assertEqual(n % PMU.rate_a, 0, f'{n} events of {PMU.event_a[0]} are no whole ns')
+            m.advance(n // PMU.rate_a)
+            return n
+        return w.fault(n)
+
+    def driven(self, w, mount=None, process=False):
+        """A Driven tally of what this test makes event_a count on w (with
+        `process`, its high counts every fault of w's process: for a thread
+        that exits, whose own faults cannot be read after)."""
+        return Driven(self, w, mount, process)
+
+    def assertOvflLines(self, text, expected):
+        """`text` is the overflow lines `expected` lists as (seq, pid, tid,
+        t_ns[, set_id[, pmds]]): exactly on sim (cpu 0 and the sim's ip at
+        t_ns); elsewhere with any online cpu and a non-zero ip."""
+        if SIM:
+            self.assertEqual(text, ''.join(ovflLine(*e) for e in expected))
+            return
+        self.assertTrue(text.endswith('\n'), repr(text))
+        lines = text[:-1].split('\n')
+        self.assertEqual(len(lines), len(expected), repr(text))
+        for line, e in zip(lines, expected):
+            seq, pid, tid, _t_ns, set_id, pmds = (tuple(e) + (0, 0x1))[:6]
+            m = OVFL_RE.fullmatch(line)
+            self.assertIsNotNone(m, repr(line))
+            self.assertEqual(m.groups()[:5], (str(seq), str(set_id), f'{pmds:#x}', str(pid), str(tid)), line)
+            self.assertIn(int(m.group(6)), onlineCpus(), line)
+            self.assertNotEqual(int(m.group(7), 16), 0, line)
+
+    def assertOvflRecord(self, record, pid, tid, t_ns, set_id=0, pmds=0x1):
+        """A 64-byte pfarg_msg_t overflow record, as assertOvflLines checks a
+        line (msg_ovfl_pid holds the thread, msg_ovfl_tid the process)."""
+        self.assertEqual(len(record), 64)
+        fields = MSG.unpack(record)
+        if SIM:
+            self.assertEqual(fields, (1, tid, set_id, 0, pid, simIp(t_ns), pmds, 0, 0, 0, 0))
+            return
+        self.assertEqual(fields[:3] + fields[4:5] + fields[6:], (1, tid, set_id, pid, pmds, 0, 0, 0, 0))
+        self.assertIn(fields[3], onlineCpus())
+        self.assertNotEqual(fields[5], 0)
+
+    def assertEventually(self, fn, expected, timeout=5.0):
+        """fn() == expected: at once on sim, where everything is done when the
+        write that caused it returns; within `timeout` on perf, where the
+        daemon learns of overflows and exits from the kernel asynchronously."""
+        if not SIM:
+            waitFor(lambda: fn() == expected, timeout)
+        self.assertEqual(fn(), expected)
+        return expected
 
     def assertErrno(self, err, fn, *args, **kwargs):
         """fn(*args) fails with OSError `err`."""

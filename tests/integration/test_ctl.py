@@ -6,7 +6,7 @@ import errno
 import os
 
 import pfmfs_mount
-from pfmfs_mount import MountTestCase, stateLine
+from pfmfs_mount import PMU, MountTestCase, stateLine
 
 WATCHED = ('state', 'mode', 'flags', 'counts', 'sets/0/info', 'sets/0/switch')
 
@@ -66,7 +66,10 @@ class CtlTest(MountTestCase):
         self.refuse(s, errno.EBUSY, f'load {other}')
         self.assertEqual(s.state(), stateLine('active', target=pid))
 
-    def test_second_session_on_the_same_thread_is_ebusy(self):
+    def test_second_session_on_the_same_thread(self):
+        if not PMU.exclusive_threads:
+            return self.checkSessionsShareAThread()
+        # EBUSY where a thread takes one loaded session at most (sim).
         s1, s2 = self.newSession(), self.newSession()
         pid = self.sleeper()
         s1.ctl(f'load {pid}')
@@ -79,6 +82,27 @@ class CtlTest(MountTestCase):
         s2.destroy()
         s1.ctl(f'load {pid}')
         self.assertEqual(s1.state(), stateLine('loaded', target=pid))
+
+    def checkSessionsShareAThread(self):
+        """perf counts for any number of sessions on a thread: each its own."""
+        s1, s2 = self.newSession(), self.newSession()
+        w = self.worker()
+        for s in (s1, s2):
+            s.pmc(0, PMU.pmc_a)
+            s.ctl(f'load {w.pid}')
+            self.assertEqual(s.state(), stateLine('loaded', target=w.pid))
+        s1.ctl('start')
+        d = self.driven(w)
+        d.drive(300)
+        s2.ctl('start')
+        d2 = self.driven(w)
+        d2.drive(30)
+        d.check(s1.readPmd(0))
+        d2.check(s2.readPmd(0))
+        s1.destroy()  # the other goes on
+        self.drive(w, 30)
+        d2.check(s2.readPmd(0))
+        self.assertEqual(s2.state(), stateLine('active', target=w.pid))
 
     def test_load_set_n(self):
         s = self.newSession()
@@ -156,13 +180,14 @@ class CtlTest(MountTestCase):
 
     def test_restart_and_start_while_masked(self):
         s = self.newSession()
-        pid = self.sleeper()
-        s.pmc(0, '0x1003c')
+        w = self.worker()
+        pid = w.pid
+        s.pmc(0, PMU.pmc_a)
         s.pmd(0, '-300 notify')
         s.ctl(f'load {pid}')
         s.ctl('start')
-        self.m.advance(100)  # the 300th cycle
-        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1))
+        self.drive(w, 300)  # the 300th event overflows
+        self.assertEventually(s.state, stateLine('masked', target=pid, queued=1))
         self.refuse(s, errno.EBUSY, 'start')  # masked: restart first
         self.refuse(s, errno.EBUSY, f'load {pid}')
         s.ctl('restart')
@@ -255,8 +280,12 @@ class CtlTest(MountTestCase):
         # own close would otherwise be the last one and destroy it).
         fd = os.open(s.path('state'), os.O_RDONLY)
         self.addCleanup(os.close, fd)
-        s.write('flags', 'inherit autoclose no_msg notify_block\n')
-        self.assertEqual(s.read('flags'), 'notify_block no_msg autoclose inherit\n')
+        if PMU.holds_threads:
+            s.write('flags', 'inherit autoclose no_msg notify_block\n')
+            self.assertEqual(s.read('flags'), 'notify_block no_msg autoclose inherit\n')
+        else:
+            s.write('flags', 'inherit autoclose no_msg\n')
+            self.assertEqual(s.read('flags'), 'no_msg autoclose inherit\n')
         s.write('flags', 'no_msg')
         self.assertEqual(s.read('flags'), 'no_msg\n')  # a write replaces every flag
         s.write('flags', 'none\n')
@@ -274,6 +303,11 @@ class CtlTest(MountTestCase):
         self.assertEqual(s.read('flags'), 'no_msg\n')
 
         t = self.newSession()
+        if not PMU.holds_threads:  # notify_block is refused in mode thread too
+            reason = self.assertRefused(t, errno.EINVAL, 'flags', 'notify_block\n', WATCHED)
+            self.assertIn(PMU.backend, reason)
+            self.assertEqual(t.read('flags'), '\n')
+            return
         t.write('flags', 'notify_block\n')
         self.assertRefused(t, errno.EINVAL, 'mode', 'system\n', WATCHED)
         self.assertEqual(t.read('mode'), 'thread\n')

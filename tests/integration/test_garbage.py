@@ -7,9 +7,23 @@ import errno
 import os
 
 import pfmfs_mount
-from pfmfs_mount import PRINTABLE, MountTestCase
+from pfmfs_mount import PMU, PRINTABLE, SIM, MountTestCase, neg
 
 EINVAL = errno.EINVAL
+A, B = PMU.pmc_a, PMU.pmc_b  # PMC values that count at user level
+A_INT = int(A, 16)
+A_NAME = PMU.event_a[0]
+A_CODE = f'{PMU.event_a[1]:#x}'  # counts at no privilege level
+LAST = PMU.last_pmd
+if SIM:
+    THIRD_PMC, THIRD_VALUE = 16, '0x222'  # the three fixed counters
+    # (file, text, errno, word) of a reserved bit in the low 32 bits
+    LOW_RESERVED = [('sets/0/pmc16', '0x1000\n', EINVAL, 'reserved')]
+    LOW_RESERVED_ACTIVE = [('sets/0/pmc16', '0x10000\n', EINVAL, 'reserved')]
+else:
+    THIRD_PMC, THIRD_VALUE = PMU.pmcs[-1], PMU.pmc(('CONTEXT_SWITCHES', 0x3))
+    LOW_RESERVED = [(f'sets/0/pmc{THIRD_PMC}', f'{A_INT | 0x100:#x}\n', EINVAL, 'reserved')]  # a umask
+    LOW_RESERVED_ACTIVE = [(f'sets/0/pmc{THIRD_PMC}', f'{A_INT | 1 << 21:#x}\n', EINVAL, 'reserved')]
 
 # (file relative to the session or 'advance', text, errno, a word the reason must contain)
 UNLOADED_CASES = [
@@ -40,16 +54,16 @@ UNLOADED_CASES = [
     ('ctl', 'unload\nload 12\n', EINVAL, None),
     ('ctl', 'LOAD 12\n', EINVAL, None),
     ('sets/0/pmc0', 'bogus\n', EINVAL, 'bogus'),
-    ('sets/0/pmc0', '0x1003c junk\n', EINVAL, 'junk'),
-    ('sets/0/pmc0', '0x100000001003c\n', EINVAL, 'reserved'),
-    ('sets/0/pmc0', '0x3c\n', EINVAL, None),  # counts at no privilege level
-    ('sets/0/pmc1', 'UNHALTED_CORE_CYCLES:x\n', EINVAL, None),
+    ('sets/0/pmc0', f'{A} junk\n', EINVAL, 'junk'),
+    ('sets/0/pmc0', f'{A_INT | PMU.reserved:#x}\n', EINVAL, 'reserved'),
+    ('sets/0/pmc0', f'{A_CODE}\n', EINVAL, None),  # counts at no privilege level
+    ('sets/0/pmc1', f'{A_NAME}:x\n', EINVAL, None),
     ('sets/0/pmc1', 'NO_SUCH_EVENT\n', EINVAL, 'NO_SUCH_EVENT'),
     ('sets/0/pmc1', '0x\n', EINVAL, None),
     ('sets/0/pmc1', '0x1ffffffffffffffff\n', EINVAL, None),
     ('sets/0/pmc1', '18446744073709551616\n', EINVAL, None),
-    ('sets/0/pmc16', '0x1000\n', EINVAL, 'reserved'),
-    ('sets/0/pmc0', '0x1003c no_emul\n', EINVAL, 'no_emul'),
+    *LOW_RESERVED,
+    ('sets/0/pmc0', f'{A} no_emul\n', EINVAL, 'no_emul'),
     ('sets/1/pmc2', '--1\n', EINVAL, None),
     ('sets/0/pmd0', 'abc\n', EINVAL, 'abc'),
     ('sets/0/pmd0', '5 long_reset=\n', EINVAL, None),
@@ -63,14 +77,14 @@ UNLOADED_CASES = [
     ('sets/0/pmd0', '5 reset_pmds=\n', EINVAL, None),
     ('sets/0/pmd0', '-18446744073709551617\n', EINVAL, None),
     ('sets/0/pmd1', '0x-5\n', EINVAL, None),
-    ('sets/1/pmd17', '\x01\x02\x7f\n', EINVAL, None),
-    ('sets/0/regs', 'pmc0 0x1003c\npmd0 bogus\n', EINVAL, None),  # the last line is bad: nothing applied
+    (f'sets/1/pmd{LAST}', '\x01\x02\x7f\n', EINVAL, None),
+    ('sets/0/regs', f'pmc0 {A}\npmd0 bogus\n', EINVAL, None),  # the last line is bad: nothing applied
     ('sets/0/regs', 'pmc99 0x1\n', EINVAL, None),
     ('sets/0/regs', 'foo 1\n', EINVAL, None),
-    ('sets/0/regs', 'pmc1 0x100c0\npmc1 0x100c0\n', EINVAL, None),
+    ('sets/0/regs', f'pmc1 {B}\npmc1 {B}\n', EINVAL, None),
     ('sets/0/regs', 'pmd1\n', EINVAL, None),
     ('sets/0/regs', '\n\n', EINVAL, None),
-    ('sets/1/regs', 'pmc1 0x1003c\npmd1 7\npmc2 0x100000000\n', EINVAL, None),
+    ('sets/1/regs', f'pmc1 {A}\npmd1 7\npmc2 0x100000000\n', EINVAL, None),
     ('sets/0/switch', 'time 0\n', EINVAL, None),
     ('sets/0/switch', 'time\n', EINVAL, None),
     ('sets/0/switch', 'time abc\n', EINVAL, None),
@@ -78,32 +92,38 @@ UNLOADED_CASES = [
     ('sets/0/switch', 'ovfl 3\n', EINVAL, None),
     ('sets/0/switch', 'none x\n', EINVAL, None),
     ('sets/1/switch', 'TIME 100\n', EINVAL, None),
-    ('advance', 'abc\n', EINVAL, None),
-    ('advance', '-5\n', EINVAL, None),
-    ('advance', '1 2\n', EINVAL, None),
-    ('advance', '0x\n', EINVAL, None),
 ]
+if SIM:  # pmu/sim/advance
+    UNLOADED_CASES += [
+        ('advance', 'abc\n', EINVAL, None),
+        ('advance', '-5\n', EINVAL, None),
+        ('advance', '1 2\n', EINVAL, None),
+        ('advance', '0x\n', EINVAL, None),
+    ]
 
-# While the session counts: registers, ctl and the clock (mode, flags and
-# switch are EBUSY while loaded, see test_ctl).
+# While the session counts: registers, ctl and the sim's clock (mode, flags
+# and switch are EBUSY while loaded, see test_ctl).
 ACTIVE_CASES = [
     ('ctl', 'frobnicate\n', EINVAL, 'frobnicate'),
     ('ctl', 'start 1 2\n', EINVAL, None),
     ('ctl', 'stop stop\n', EINVAL, None),
     ('ctl', 'start\nstop\n', EINVAL, None),
     ('sets/0/pmc0', 'NO_SUCH_EVENT\n', EINVAL, 'NO_SUCH_EVENT'),
-    ('sets/0/pmc0', '0xffffffff0001003c\n', EINVAL, 'reserved'),
-    ('sets/0/pmc0', '0x3c\n', EINVAL, None),
-    ('sets/0/pmc16', '0x10000\n', EINVAL, 'reserved'),
+    ('sets/0/pmc0', f'{A_INT | 0xffffffff00000000:#x}\n', EINVAL, 'reserved'),
+    ('sets/0/pmc0', f'{A_CODE}\n', EINVAL, None),
+    *LOW_RESERVED_ACTIVE,
     ('sets/0/pmd0', 'x5\n', EINVAL, None),
     ('sets/0/pmd0', '5 notify=2\n', EINVAL, None),
     ('sets/0/pmd0', '5 switch_cnt=\n', EINVAL, None),
     ('sets/1/pmd1', '5 smpl_pmds=1,,2\n', EINVAL, None),
-    ('sets/0/regs', 'pmc1 0x100c0\npmd1 1\npmd0 5 bogus\n', EINVAL, 'bogus'),
-    ('sets/1/regs', 'pmd1 7\npmc0 0x1003c extra\n', EINVAL, None),
-    ('advance', 'ten\n', EINVAL, None),
-    ('advance', '100ns\n', EINVAL, None),
+    ('sets/0/regs', f'pmc1 {B}\npmd1 1\npmd0 5 bogus\n', EINVAL, 'bogus'),
+    ('sets/1/regs', f'pmd1 7\npmc0 {A} extra\n', EINVAL, None),
 ]
+if SIM:
+    ACTIVE_CASES += [
+        ('advance', 'ten\n', EINVAL, None),
+        ('advance', '100ns\n', EINVAL, None),
+    ]
 
 
 class GarbageTest(MountTestCase):
@@ -112,10 +132,10 @@ class GarbageTest(MountTestCase):
         """A session with two programmed sets, a switch policy and a flag."""
         s = self.newSession()
         s.mkset(1)
-        s.pmc(0, '0x1003c')
-        s.pmc(16, '0x222')
+        s.pmc(0, A)
+        s.pmc(THIRD_PMC, THIRD_VALUE)
         s.pmd(0, '-1000 long_reset=-2000 notify')
-        s.pmc(1, '0x100c0', 1)
+        s.pmc(1, B, 1)
         s.pmd(1, '77', 1)
         s.write('sets/1/switch', 'ovfl\n')
         s.write('flags', 'no_msg\n')
@@ -151,22 +171,27 @@ class GarbageTest(MountTestCase):
         s = self.prepare()
         self.feed(s, UNLOADED_CASES)
         self.assertEqual(s.read('flags'), 'no_msg\n')
-        self.assertEqual(s.read('sets/0/regs').splitlines()[:2], ['pmc0 0x1003c', 'pmc16 0x222'])
+        self.assertEqual(s.read('sets/0/regs').splitlines()[:2], [f'pmc0 {A}', f'pmc{THIRD_PMC} {THIRD_VALUE}'])
 
     def test_garbage_while_active(self):
         s = self.prepare()
-        pid = self.sleeper()
-        s.ctl(f'load {pid}')
+        w = self.worker()
+        s.ctl(f'load {w.pid}')
         s.ctl('start')
-        self.m.advance(100)
+        d = self.driven(w)
+        d.drive(300)  # sim: 100 ns
         self.feed(s, ACTIVE_CASES)
-        self.assertEqual(s.readPmd(17), 300)
+        if SIM:
+            self.assertEqual(s.readPmd(17), 300)
+        d.check(s.readPmd(0), start=neg(1000))
+        self.assertEqual(s.state().split()[0], 'state=active')
 
     def test_there_are_enough_cases(self):
         distinct = {(rel, text) for rel, text, _, _ in UNLOADED_CASES + ACTIVE_CASES}
         self.assertGreaterEqual(len(distinct), 40)
         kinds = {rel.split('/')[-1].rstrip('0123456789') for rel, _, _, _ in UNLOADED_CASES}
-        self.assertEqual(kinds, {'mode', 'flags', 'ctl', 'pmc', 'pmd', 'regs', 'switch', 'advance'})
+        expected = {'mode', 'flags', 'ctl', 'pmc', 'pmd', 'regs', 'switch'} | ({'advance'} if SIM else set())
+        self.assertEqual(kinds, expected)
 
     def test_huge_and_binary_garbage(self):
         s = self.prepare()
@@ -183,11 +208,11 @@ class GarbageTest(MountTestCase):
     def test_a_good_write_after_garbage_works(self):
         s = self.prepare()
         self.assertErrno(EINVAL, s.write, 'sets/0/pmc0', 'bogus\n')
-        s.pmc(0, '0x100c0')
-        self.assertEqual(s.read('sets/0/pmc0'), '0x100c0\n')
-        self.assertErrno(EINVAL, s.write, 'sets/0/regs', 'pmc1 0x1003c\npmd1 x\n')
-        s.write('sets/0/regs', 'pmc1 0x1003c\npmd1 9\n')
-        self.assertEqual(s.read('sets/0/pmc1'), '0x1003c\n')
+        s.pmc(0, B)
+        self.assertEqual(s.read('sets/0/pmc0'), f'{B}\n')
+        self.assertErrno(EINVAL, s.write, 'sets/0/regs', f'pmc1 {A}\npmd1 x\n')
+        s.write('sets/0/regs', f'pmc1 {A}\npmd1 9\n')
+        self.assertEqual(s.read('sets/0/pmc1'), f'{A}\n')
         self.assertEqual(s.readPmd(1), 9)
 
 

@@ -13,32 +13,43 @@ import threading
 import time
 
 import pfmfs_mount
-from pfmfs_mount import Mount, MountTestCase, Reader, daemonPath, neg, stateLine, waitFor
+from pfmfs_mount import PMU, SIM, Mount, MountTestCase, Reader, backendArgs, daemonPath, neg, stateLine, waitFor
+
+A, B = PMU.pmc_a, PMU.pmc_b  # PMC values that count at user level
 
 
 class ThreadExitTest(MountTestCase):
 
     def test_process_exit_unloads_and_queues_end(self):
         s = self.newSession()
-        proc = subprocess.Popen(['sleep', '1000'])
-        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
-        s.pmc(0, '0x1003c')
-        s.pmc(16, '0x200')  # fixed counter 2: reference cycles
+        w = self.worker()
+        proc = w.proc
+        s.pmc(0, A)
+        if SIM:
+            s.pmc(16, '0x200')  # fixed counter 2: reference cycles
         s.ctl(f'load {proc.pid}')
         s.ctl('start')
-        self.m.advance(1000)
+        d = self.driven(w)
+        d.drive(3000)  # sim: 1000 ns
+        d.freeze()
         proc.kill()
         proc.wait()
         final = stateLine('unloaded', queued=1, exited=True)
         self.assertEqual(waitFor(lambda: s.state() == final), True, s.state())
         self.assertEqual(s.state(), 'state=unloaded mode=thread target=- set=0 queued=1 lost=0 exited=1\n')
-        self.assertEqual(s.readPmd(0), 3000)  # counts kept
-        self.assertEqual(s.readPmd(18), 2500)
-        self.assertEqual(s.read('counts').splitlines()[0],
-                         'set=0 pmd=0 value=3000 enabled_ns=1000 running_ns=1000 scaled=3000')
+        kept = d.check(s.readPmd(0))  # counts kept: sim 3000
+        if SIM:
+            self.assertEqual(s.readPmd(18), 2500)
+            self.assertEqual(s.read('counts').splitlines()[0],
+                             'set=0 pmd=0 value=3000 enabled_ns=1000 running_ns=1000 scaled=3000')
+        else:
+            self.assertEqual(s.read('counts').split()[:3], ['set=0', 'pmd=0', f'value={kept}'])
         self.assertEqual(s.readMessages(), 'type=end seq=1\n')
-        self.m.advance(1000)  # nothing counts any more
-        self.assertEqual(s.readPmd(0), 3000)
+        if SIM:
+            self.m.advance(1000)  # nothing counts any more
+        else:
+            time.sleep(0.05)
+        self.assertEqual(s.readPmd(0), kept)
         # The session can be used again on another thread.
         pid = self.sleeper()
         s.ctl(f'load {pid}')
@@ -61,14 +72,14 @@ class ThreadExitTest(MountTestCase):
 
     def test_end_message_after_overflows_gets_the_next_seq(self):
         s = self.newSession()
-        proc = subprocess.Popen(['sleep', '1000'])
-        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
-        s.pmc(0, '0x1003c')
+        w = self.worker()
+        proc = w.proc
+        s.pmc(0, A)
         s.pmd(0, '-300 notify')
         s.ctl(f'load {proc.pid}')
         s.ctl('start')
-        self.m.advance(100)
-        self.assertEqual(s.state(), stateLine('masked', target=proc.pid, queued=1))
+        self.drive(w, 300)  # sim: 100 ns
+        self.assertEventually(s.state, stateLine('masked', target=proc.pid, queued=1))
         proc.kill()
         proc.wait()
         self.assertTrue(waitFor(lambda: 'exited=1' in s.state()))
@@ -92,14 +103,17 @@ class ThreadExitTest(MountTestCase):
     def test_thread_exit_while_the_process_lives(self):
         t = self.threaded()
         s = self.newSession()
-        s.pmc(0, '0x1003c')
+        s.pmc(0, A)
         s.ctl(f'load {t.tid}')
         s.ctl('start')
-        self.m.advance(10)
+        # The thread faults on its way out too (perf counts it): high is what
+        # the process took.
+        d = self.driven(t, process=True)
+        d.drive(30)  # sim: 10 ns
         t.endThread()
         self.assertTrue(waitFor(lambda: 'exited=1' in s.state()), s.state())
         self.assertEqual(s.state(), stateLine(queued=1, exited=True))
-        self.assertEqual(s.readPmd(0), 30)
+        d.check(s.readPmd(0))  # sim: 30
         self.assertEqual(s.readMessages(), 'type=end seq=1\n')
 
     def test_exited_clears_on_the_next_load(self):
@@ -124,7 +138,7 @@ class RealClockExitTest(MountTestCase):
         s = self.newSession()
         proc = subprocess.Popen(['sleep', '1000'])
         self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
-        s.pmc(0, '0x1003c')
+        s.pmc(0, A)
         s.ctl(f'load {proc.pid}')
         s.ctl('start')
         proc.kill()
@@ -136,12 +150,18 @@ class RealClockExitTest(MountTestCase):
 
 class StormTest(MountTestCase):
     """Six threads hammer three sessions with every operation for 1.5 s: the
-    daemon answers each with a documented errno and keeps running."""
+    daemon answers each with a documented errno and keeps running. On perf
+    `advance` is page faults of a Worker target instead of the sim's clock."""
 
     EXPECTED = {errno.ENOENT, errno.EEXIST, errno.EBUSY, errno.EINVAL, errno.EAGAIN, errno.ENOSPC}
 
     def test_storm(self):
-        pids = [self.sleeper() for _ in range(4)]
+        if SIM:
+            pids = [self.sleeper() for _ in range(4)]
+        else:
+            workers = [self.worker() for _ in range(4)]
+            locks = [threading.Lock() for _ in workers]
+            pids = [w.pid for w in workers]
         deadline = time.monotonic() + 1.5
         unexpected = []
         done = []
@@ -163,13 +183,17 @@ class StormTest(MountTestCase):
                         s.ctl(f'load {rnd.choice(pids)}')
                     elif op in ('start', 'stop', 'unload', 'restart'):
                         s.ctl(op)
-                    elif op == 'advance':
+                    elif op == 'advance' and SIM:
                         self.m.advance(rnd.randint(1, 100_000))
+                    elif op == 'advance':
+                        k = rnd.randrange(len(workers))
+                        with locks[k]:
+                            workers[k].fault(rnd.randint(1, 3000))
                     elif op == 'read':
                         for rel in ('state', 'counts', 'sets/0/regs', 'sets/0/info', 'sets/0/pmd0'):
                             s.read(rel)
                     elif op == 'pmc':
-                        s.pmc(rnd.choice((0, 1)), rnd.choice(('0x1003c', '0x100c0', '0')))
+                        s.pmc(rnd.choice((0, 1)), rnd.choice((A, B, '0')))
                     elif op == 'pmd':
                         s.pmd(0, rnd.choice(('-3000 notify long_reset=-3000', '-30 short_reset=-30', '0')))
                     elif op == 'mkset':
@@ -206,40 +230,43 @@ class RmdirTest(MountTestCase):
 
     def states(self):
         """(name, setup) for each state a session can be in."""
-        def unloaded(s, pid):
+        def unloaded(s, w):
             pass
 
-        def loaded(s, pid):
-            s.ctl(f'load {pid}')
+        def loaded(s, w):
+            s.ctl(f'load {w.pid}')
 
-        def active(s, pid):
-            s.pmc(0, '0x1003c')
-            s.ctl(f'load {pid}')
+        def active(s, w):
+            s.pmc(0, A)
+            s.ctl(f'load {w.pid}')
             s.ctl('start')
-            self.m.advance(10)
+            self.drive(w, 30)  # sim: 10 ns
 
-        def masked(s, pid):
-            s.pmc(0, '0x1003c')
+        def masked(s, w):
+            s.pmc(0, A)
             s.pmd(0, '-30 notify')
-            s.ctl(f'load {pid}')
+            s.ctl(f'load {w.pid}')
             s.ctl('start')
-            self.m.advance(10)
-            self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1))
+            self.drive(w, 30)
+            self.assertEventually(s.state, stateLine('masked', target=w.pid, queued=1))
 
-        def two_sets_switching(s, pid):
+        def two_sets_switching(s, w):
             s.mkset(1)
             s.write('sets/0/switch', 'time 5')
             s.write('sets/1/switch', 'time 5')
-            active(s, pid)
+            active(s, w)
+            if not SIM:
+                w.burn(3_000_000)  # 3 ms of the thread's time: switches at the 1 ms tick
         return [('unloaded', unloaded), ('loaded', loaded), ('active', active), ('masked', masked),
                 ('switching', two_sets_switching)]
 
     def test_rmdir_in_every_state(self):
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         for name, setup in self.states():
             with self.subTest(state=name):
                 s = self.newSession(f'rm-{name}')
-                setup(s, pid)
+                setup(s, w)
                 os.rmdir(s.dir)
                 self.assertFalse(os.path.exists(s.dir))
                 self.assertNotIn(s.name, os.listdir(self.m.path('sessions')))
@@ -367,16 +394,19 @@ class LimitsTest(MountTestCase):
 
     def test_messages_per_session(self):
         s = self.newSession()
-        pid = self.sleeper()
-        s.pmc(0, '0x1003c')
+        w = self.worker()
+        pid = w.pid
+        s.pmc(0, A)
         s.pmd(0, '-30 long_reset=-30 notify')
         s.ctl(f'load {pid}')
         s.ctl('start')
-        self.m.advance(10)
+        self.drive(w, 30)  # sim: 10 ns
+        self.assertEventually(s.state, stateLine('masked', target=pid, queued=1))
         s.ctl('restart')
-        self.m.advance(10)
-        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1, lost=1))
-        self.assertEqual(s.readPmd(0), 0)
+        d = self.driven(w)
+        d.drive(30)
+        self.assertEventually(s.state, stateLine('masked', target=pid, queued=1, lost=1))
+        d.check(s.readPmd(0), start=neg(30))  # sim: 0
         s.ctl('restart')
         self.assertEqual(s.readPmd(0), neg(30))
 
@@ -410,17 +440,20 @@ class DaemonTest(MountTestCase):
 
     def test_bad_options_exit_2(self):
         with tempfile.TemporaryDirectory() as tmp:
+            backend = backendArgs(manual_clock=False)
             for bad in (['--bogus'], ['--pmu=nope'], ['--sim-width=8'], ['--sim-width=65'], ['--sim-counters=0'],
                         ['--sim-counters=9'], ['--sim-clock=sometimes'], ['--max-sets=0'], ['--max-sets=x'],
                         ['--tick=1'], ['--system-group=no-such-group-pfmfs'], ['-z'],
                         ['--sim-events=/nonexistent/events']):
+                if not SIM and bad[0].startswith('--sim-'):
+                    continue  # the sim's options: with the sim
                 with self.subTest(args=bad):
-                    self.assertOneLineError(['-f', '--pmu=sim'] + bad + [tmp])
+                    self.assertOneLineError(['-f'] + backend + bad + [tmp])
                     self.assertFalse(os.path.ismount(tmp))
             with self.subTest(args='two mount points'):
-                self.assertOneLineError(['-f', '--pmu=sim', tmp, tmp])
+                self.assertOneLineError(['-f'] + backend + [tmp, tmp])
             with self.subTest(args='-o bogus'):  # libfuse's refusal, on our one line
-                status, out, err = self.runDaemon(['-f', '--pmu=sim', '-o', 'bogus', tmp])
+                status, out, err = self.runDaemon(['-f'] + backend + ['-o', 'bogus', tmp])
                 self.assertEqual(err, "pfmfsd: bad FUSE options -o bogus: fuse: unknown option(s): `-o bogus'\n")
                 self.assertEqual(status, 2)
 
@@ -430,12 +463,12 @@ class DaemonTest(MountTestCase):
             open(regular, 'w').close()
             for mnt in (regular, os.path.join(tmp, 'no', 'such', 'dir')):
                 with self.subTest(mountpoint=mnt):
-                    self.assertOneLineError(['-f', '--pmu=sim', '--sim-clock=manual', mnt])
+                    self.assertOneLineError(['-f'] + backendArgs() + [mnt])
                     self.assertFalse(os.path.ismount(mnt))
 
     def test_a_mount_point_already_mounted_is_refused(self):
         m = self.startMount()
-        status, out, err = self.runDaemon(['-f', '--pmu=sim', m.mnt])
+        status, out, err = self.runDaemon(['-f'] + backendArgs(manual_clock=False) + [m.mnt])
         self.assertEqual(status, 2)
         self.assertEqual(err, f'pfmfsd: mount point {m.mnt} already has a FUSE filesystem mounted on it\n')
         self.assertEqual(m.read('version'), 'pfmfs 0.1.0\nabi 1\n')  # the first one still serves
@@ -456,20 +489,21 @@ class DaemonTest(MountTestCase):
 
     def activeSession(self, m):
         s = m.mkdirSession('busy')
-        pid = self.sleeper()
-        s.pmc(0, '0x1003c')
+        w = self.worker()
+        s.pmc(0, A)
         s.pmd(0, '-300 notify')
-        s.ctl(f'load {pid}')
+        s.ctl(f'load {w.pid}')
         s.ctl('start')
-        m.advance(10)
+        self.drive(w, 30, m)  # sim: 10 ns
         t = m.mkdirSession('masked')
-        pid2 = self.sleeper()
-        t.pmc(0, '0x1003c')
+        w2 = self.worker()
+        t.pmc(0, A)
         t.pmd(0, '-30 notify')
-        t.ctl(f'load {pid2}')
+        t.ctl(f'load {w2.pid}')
         t.ctl('start')
-        m.advance(10)
-        self.assertEqual(t.state(), stateLine('masked', target=pid2, queued=1))
+        self.drive(w2, 30, m)
+        self.assertEventually(t.state, stateLine('masked', target=w2.pid, queued=1))
+        self.assertEqual(s.state(), stateLine('active', target=w.pid))
         return s
 
     def test_sigterm_with_active_sessions(self):

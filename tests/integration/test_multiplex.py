@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-# Multiplexing through the mount (SPEC §3.1): time-based switching with exact
-# runs, duration_ns, timeout_ns and scaled counts; overflow-based switching
-# with switch_cnt; start N; phased events showing multiplexing bias.
-import pfmfs_mount
-from pfmfs_mount import MountTestCase, countsLine, neg, stateLine
+# Multiplexing through the mount (SPEC §3.1): under the sim's manual clock,
+# time-based switching with exact runs, duration_ns, timeout_ns and scaled
+# counts, overflow-based switching with switch_cnt, start N, phased events
+# showing multiplexing bias; on every backend, only the active set counts,
+# start N switches by hand, and overflow switching on a driven count.
+import errno
+import os
 
-AVAIL = 'avail_pmcs=0x1000f avail_pmds=0x7000f'
+import pfmfs_mount
+from pfmfs_mount import PMU, MountTestCase, countsLine, neg, parseKv, simOnly, stateLine
+
+AVAIL = PMU.avail
 MS = 1_000_000
 
 
@@ -46,6 +51,7 @@ class MultiplexTest(MountTestCase):
             'set=1 pmd=0 value=10000000 enabled_ns=10500000 running_ns=5000000 scaled=21000000',
             'set=1 pmd=1 value=20000 enabled_ns=10500000 running_ns=5000000 scaled=42000'])
 
+    @simOnly
     def test_time_switching_one_advance(self):
         s, pid = self.twoTimeSets()
         self.assertEqual(s.read('sets/0/switch'), 'time 1000000\n')
@@ -59,12 +65,14 @@ class MultiplexTest(MountTestCase):
         self.m.advance(1)
         self.assertEqual(s.read('sets/1/info'), info(6, 5_000_001, MS - 1))
 
+    @simOnly
     def test_time_switching_many_small_advances(self):
         s, pid = self.twoTimeSets()
         for _ in range(15):
             self.m.advance(700_000)
         self.checkTwoTimeSets(s, pid)
 
+    @simOnly
     def test_stop_keeps_the_set_and_its_timeout(self):
         s, pid = self.twoTimeSets()
         self.m.advance(1_250_000)  # set1 for 0.25 ms
@@ -77,6 +85,7 @@ class MultiplexTest(MountTestCase):
         self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
         self.assertEqual(s.read('sets/1/info'), info(2, 250_000, MS))
 
+    @simOnly
     def test_never_run_set_has_no_scaled_value(self):
         s = self.newSession()
         pid = self.sleeper()
@@ -94,6 +103,7 @@ class MultiplexTest(MountTestCase):
                          + 'set=2 pmd=0 value=0 enabled_ns=1500000 running_ns=0 scaled=-\n')
         self.assertEqual(s.read('sets/2/info'), info(0, 0, MS))
 
+    @simOnly
     def test_start_n_and_round_robin_order(self):
         s = self.newSession()
         pid = self.sleeper()
@@ -122,6 +132,7 @@ class MultiplexTest(MountTestCase):
         self.assertEqual(s.readPmd(0, 0), 4500)
         self.assertEqual(s.read('sets/0/info'), info(2, 1500, 500))
 
+    @simOnly
     def test_overflow_switching_with_switch_cnt(self):
         s = self.newSession()
         pid = self.sleeper()
@@ -154,6 +165,7 @@ class MultiplexTest(MountTestCase):
         self.assertEqual(s.read('sets/1/info'), info(2, MS, MS))
         self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
 
+    @simOnly
     def test_phased_events_show_multiplexing_bias(self):
         # SIM_PHASE_A runs at 4/ns in the first ms of every 2 ms: set 0, which
         # is active exactly then, sees it all; set 1 sees nothing.
@@ -168,6 +180,95 @@ class MultiplexTest(MountTestCase):
         self.m.advance(4 * MS)
         self.assertEqual(s.read('counts'),
                          countsLine(0, 0, 8_000_000, 4 * MS, 2 * MS) + countsLine(1, 0, 0, 4 * MS, 2 * MS))
+
+    # ---- every backend
+
+    def test_only_the_active_set_counts(self):
+        s = self.newSession()
+        w = self.worker()
+        s.mkset(1)
+        s.pmc(0, PMU.pmc_a, 0)
+        s.pmc(0, PMU.pmc_a, 1)
+        s.ctl(f'load {w.pid}')
+        s.ctl('start')
+        d = self.driven(w)
+        d.drive(300)
+        first = d.check(s.readPmd(0, 0))
+        self.assertEqual(s.readPmd(0, 1), 0)
+        s.ctl('start 1')  # by hand: set 0 stops counting, set 1 starts
+        self.assertEqual(s.state(), stateLine('active', target=w.pid, set_id=1))
+        d = self.driven(w)
+        d.drive(600)
+        second = d.check(s.readPmd(0, 1))
+        self.assertEqual(s.readPmd(0, 0), first)
+        s.ctl('stop')
+        self.assertEqual(s.state(), stateLine('loaded', target=w.pid, set_id=1))
+        self.assertEqual(s.read('sets/0/info').split()[0], 'runs=1')
+        self.assertEqual(s.read('sets/1/info').split()[0], 'runs=1')
+        lines = [parseKv(line) for line in s.read('counts').splitlines()]
+        self.assertEqual([(x['set'], x['pmd'], x['value']) for x in lines],
+                         [('0', '0', str(first)), ('1', '0', str(second))])
+        enabled = int(lines[0]['enabled_ns'])
+        running0, running1 = int(lines[0]['running_ns']), int(lines[1]['running_ns'])
+        self.assertEqual(lines[1]['enabled_ns'], str(enabled))
+        self.assertGreater(running0, 0)
+        self.assertGreater(running1, 0)
+        self.assertEqual(running0 + running1, enabled)  # one set at a time, always one
+        for x in lines:
+            self.assertEqual(x['scaled'], str(int(x['value']) * enabled // int(x['running_ns'])))
+        # duration_ns is the set's running time.
+        self.assertEqual(s.read('sets/0/info').split()[1], f'duration_ns={running0}')
+        self.assertEqual(s.read('sets/1/info').split()[1], f'duration_ns={running1}')
+        s.ctl('start')  # the last active set again
+        self.assertEqual(s.state(), stateLine('active', target=w.pid, set_id=1))
+
+    def test_a_stopped_time_set_shows_its_whole_timeout(self):
+        s = self.newSession()
+        pid = self.sleeper()  # no CPU time: no switch
+        s.mkset(1)
+        s.write('sets/0/switch', 'time 1000000\n')
+        s.write('sets/1/switch', 'time 2000000\n')
+        s.ctl(f'load {pid}')
+        self.assertEqual(s.read('sets/1/info'), f'runs=0 duration_ns=0 timeout_ns=2000000 ovfl_pmds=0x0 {AVAIL}\n')
+        s.ctl('start')
+        info = parseKv(s.read('sets/0/info'))
+        self.assertEqual(info['runs'], '1')
+        self.assertLessEqual(int(info['timeout_ns']), 1_000_000)  # active: what is left
+        s.ctl('stop')
+        self.assertEqual(s.read('sets/0/info').split()[2], 'timeout_ns=1000000')
+        self.assertEqual(s.state(), stateLine('loaded', target=pid, set_id=0))
+
+    def test_overflow_switching_on_a_driven_count(self):
+        s = self.newSession()
+        w = self.worker()
+        s.mkset(1)
+        s.write('sets/0/switch', 'ovfl\n')
+        s.pmc(0, PMU.pmc_a, 0)
+        s.pmd(0, '-3000 short_reset=-3000 switch_cnt=2', 0)
+        s.pmc(0, PMU.pmc_a, 1)
+        s.ctl(f'load {w.pid}')
+        s.ctl('start')
+        self.drive(w, 3000)  # one overflow: one left before the switch
+        self.assertEventually(lambda: s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
+        self.assertEqual(s.state(), stateLine('active', target=w.pid, set_id=0))
+        d = self.driven(w)
+        d.drive(3000)  # the second overflow switches to set 1
+        self.assertEventually(s.state, stateLine('active', target=w.pid, set_id=1))
+        d.check(s.readPmd(0, 0), start=neg(3000), minus=3000)  # sim: neg(3000), the short reset
+        self.assertEqual(s.read('sets/0/info').split()[0], 'runs=1')
+        self.assertEqual(s.read('sets/1/info').split()[0], 'runs=1')
+        d = self.driven(w)
+        d.drive(300)
+        d.check(s.readPmd(0, 1))
+        s.ctl('start 0')  # back by hand: its switch count is reloaded
+        self.assertEqual(s.read('sets/0/info').split()[0], 'runs=2')
+        self.drive(w, 3000)
+        self.assertEventually(lambda: s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
+        self.assertEqual(s.state(), stateLine('active', target=w.pid, set_id=0))
+        self.drive(w, 3000)
+        self.assertEventually(s.state, stateLine('active', target=w.pid, set_id=1))
+        self.assertEqual(s.read('sets/1/info').split()[0], 'runs=2')
+        self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
 
 
 if __name__ == '__main__':

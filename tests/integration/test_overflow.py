@@ -3,32 +3,29 @@
 # restart with long resets, silent short resets, reset_pmds, no_msg,
 # notify_block, the message queue limit, the text and 64-byte records, read
 # sizes, blocking reads, poll/select/epoll, O_NONBLOCK and EOF on rmdir.
+# Overflows come from a driven Worker target (MountTestCase.drive): exact under
+# the sim's manual clock; on perf, page faults, with the real cpu and ip.
 import errno
 import fcntl
 import os
 import select
 import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
 
 import pfmfs_mount
-from pfmfs_mount import MountTestCase, Reader, neg, simIp, stateLine, waitFor
+from pfmfs_mount import MSG, PMU, SIM, MountTestCase, Reader, neg, ovflLine, simIp, simOnly, stateLine, waitFor
 
-MSG = struct.Struct('<IIHHIQ5Q')  # pfarg_msg_t: 64 bytes
 assert MSG.size == 64
 
 
-def ovflLine(seq, pid, tid, t_ns, set_id=0, pmds=0x1, cpu=0):
-    return f'type=ovfl seq={seq} set={set_id} pmds={pmds:#x} pid={pid} tid={tid} cpu={cpu} ip={simIp(t_ns):#x}\n'
-
-
 def notifying(s, pid, first=3000, long_reset=6000, extra=''):
-    """pmd0 counts cycles (3/ns) and notifies after `first` cycles, then after
-    `long_reset` cycles following each restart; loaded on pid and started."""
-    s.pmc(0, '0x1003c')
+    """pmd0 counts event a (sim: cycles, 3/ns) and notifies after `first`
+    events, then after `long_reset` events following each restart; loaded on
+    pid and started."""
+    s.pmc(0, PMU.pmc_a)
     s.pmd(0, f'-{first} long_reset=-{long_reset} notify{extra}')
     s.ctl(f'load {pid}')
     s.ctl('start')
@@ -38,35 +35,42 @@ class OverflowTest(MountTestCase):
 
     def test_notify_masks_queues_and_restart_applies_long_reset(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         notifying(s, pid)
-        s.pmc(1, '0x100c0')
-        self.m.advance(999)
+        s.pmc(1, PMU.pmc_b)
+        d = self.driven(w)
+        d.drive(2997)  # sim: 999 ns
         self.assertEqual(s.state(), stateLine('active', target=pid))
-        self.assertEqual(s.readPmd(0), neg(3))
-        self.m.advance(1)  # the 3000th cycle wraps the 64-bit value
-        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1))
-        self.assertEqual(s.readPmd(0), 0)
-        self.assertEqual(s.readPmd(1), 2000)
-        self.assertEqual(s.read('sets/0/info').split()[:4],
-                         ['runs=1', 'duration_ns=1000', 'timeout_ns=0', 'ovfl_pmds=0x1'])
-        self.m.advance(1000)  # masked: nothing counts
-        self.assertEqual(s.readPmd(0), 0)
-        self.assertEqual(s.readPmd(1), 2000)
-        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000))
+        d.check(s.readPmd(0), start=neg(3000))  # sim: neg(3)
+        d.drive(3)  # the 3000th event wraps the 64-bit value
+        self.assertEventually(s.state, stateLine('masked', target=pid, queued=1))
+        masked_at = d.check(s.readPmd(0), start=neg(3000))  # sim: 0
+        b = s.readPmd(1)
+        if SIM:
+            self.assertEqual(s.readPmd(0), 0)
+            self.assertEqual(b, 2000)
+            self.assertEqual(s.read('sets/0/info').split()[:4],
+                             ['runs=1', 'duration_ns=1000', 'timeout_ns=0', 'ovfl_pmds=0x1'])
+        else:
+            self.assertEqual(s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
+        self.drive(w, 3000)  # masked: nothing counts (sim: 1000 ns)
+        self.assertEqual(s.readPmd(0), (neg(3000) + masked_at) % pfmfs_mount.U64)
+        self.assertEqual(s.readPmd(1), b)
+        self.assertOvflLines(s.readMessages(), [(1, pid, pid, 1000)])
         self.assertEqual(s.state(), stateLine('masked', target=pid))  # the read consumed it
         s.ctl('restart')
         self.assertEqual(s.state(), stateLine('active', target=pid))
         self.assertEqual(s.readPmd(0), neg(6000))
-        self.m.advance(1999)
+        d = self.driven(w)
+        d.drive(5997)  # sim: 1999 ns
         self.assertEqual(s.state(), stateLine('active', target=pid))
-        self.m.advance(1)
-        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1))
-        self.assertEqual(s.readPmd(1), 6000)
-        record = s.readMsg()
-        self.assertEqual(len(record), 64)
-        # The target's clock ran on while masked: the overflow is at 4000 ns.
-        self.assertEqual(MSG.unpack(record), (1, pid, 0, 0, pid, simIp(4000), 0x1, 0, 0, 0, 0))
+        d.drive(3)
+        self.assertEventually(s.state, stateLine('masked', target=pid, queued=1))
+        if SIM:
+            self.assertEqual(s.readPmd(1), 6000)
+        # The target's clock ran on while masked: on sim the overflow is at 4000 ns.
+        self.assertOvflRecord(s.readMsg(), pid, pid, 4000)
         s.ctl('restart')
         self.assertEqual(s.readPmd(0), neg(6000))
         self.assertErrno(errno.EBUSY, s.ctl, 'restart')
@@ -76,49 +80,84 @@ class OverflowTest(MountTestCase):
         self.assertNotEqual(t.pid, t.tid)
         s = self.newSession()
         notifying(s, t.tid, long_reset=3000)
-        self.m.advance(1000)
-        self.assertEqual(s.readMessages(), ovflLine(1, t.pid, t.tid, 1000))
+        self.drive(t, 3000)
+        self.assertEventually(s.state, stateLine('masked', target=t.tid, queued=1))
+        self.assertOvflLines(s.readMessages(), [(1, t.pid, t.tid, 1000)])
         s.ctl('restart')
-        self.m.advance(1000)
+        self.drive(t, 3000)
+        self.assertEventually(s.state, stateLine('masked', target=t.tid, queued=1))
         fields = MSG.unpack(s.readMsg())
         # perfmon2's fields: msg_ovfl_pid holds the thread, msg_ovfl_tid the process.
         self.assertEqual(fields[0], 1)
         self.assertEqual(fields[1], t.tid)
         self.assertEqual(fields[4], t.pid)
-        self.assertEqual(fields[5], simIp(2000))
+        if SIM:
+            self.assertEqual(fields[5], simIp(2000))
+        else:
+            self.assertNotEqual(fields[5], 0)
         self.assertEqual(fields[6:], (1, 0, 0, 0, 0))
 
     def test_message_of_a_second_set(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         s.mkset(2)
-        s.pmc(1, '0x100c0', 2)
+        s.pmc(1, '0x100c0' if SIM else PMU.pmc_a, 2)  # sim: instructions, 2/ns
         s.pmd(1, '-2000 notify', 2)
         s.ctl(f'load {pid} set=2')
         s.ctl('start')
-        self.m.advance(1000)
-        self.assertEqual(s.state(), stateLine('masked', target=pid, set_id=2, queued=1))
-        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000, set_id=2, pmds=0x2))
+        if SIM:
+            self.m.advance(1000)
+        else:
+            self.drive(w, 2000)
+        self.assertEventually(s.state, stateLine('masked', target=pid, set_id=2, queued=1))
+        self.assertOvflLines(s.readMessages(), [(1, pid, pid, 1000, 2, 0x2)])
         self.assertEqual(s.read('sets/2/info').split()[3], 'ovfl_pmds=0x2')
 
     def test_short_reset_without_notify(self):
         s = self.newSession()
-        pid = self.sleeper()
-        s.pmc(0, '0x1003c')
+        w = self.worker()
+        pid = w.pid
+        s.pmc(0, PMU.pmc_a)
         s.pmd(0, '-3000 short_reset=-1500')
         s.ctl(f'load {pid}')
         s.ctl('start')
-        self.m.advance(1000)
-        self.assertEqual(s.readPmd(0), neg(1500))
+        d = self.driven(w)
+        d.drive(3000)  # sim: 1000 ns
+        self.assertEventually(lambda: s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
+        d.check(s.readPmd(0), start=neg(1500), minus=3000)  # sim: neg(1500)
         self.assertEqual(s.state(), stateLine('active', target=pid))
-        self.m.advance(500)  # overflows again, reset again
-        self.assertEqual(s.readPmd(0), neg(1500))
-        self.m.advance(250)
-        self.assertEqual(s.readPmd(0), neg(750))
+        d.drive(1500)  # overflows again, reset again
+        d.check(s.readPmd(0), start=neg(1500), minus=4500)  # sim: neg(1500)
+        d.drive(750)
+        d.check(s.readPmd(0), start=neg(1500), minus=4500)  # sim: neg(750)
         self.assertEqual(s.state(), stateLine('active', target=pid))
         self.assertEqual(s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
         self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
 
+    def test_reset_pmds_resets_counters_of_the_same_event(self):
+        s = self.newSession()
+        w = self.worker()
+        for k in (0, 1, 2):
+            s.pmc(k, PMU.pmc_a)
+        s.pmd(0, '-3000 short_reset=-3000 reset_pmds=1,2')
+        s.pmd(1, '5 short_reset=16')
+        s.pmd(2, '0 short_reset=0x100')
+        s.ctl(f'load {w.pid}')
+        s.ctl('start')
+        d = self.driven(w)
+        d.drive(2997)
+        d.check(s.readPmd(1), start=5)
+        d.drive(3)  # pmd0 overflows: pmd1 and pmd2 take their short resets
+        self.assertEventually(lambda: s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
+        d.check(s.readPmd(0), start=neg(3000), minus=3000)
+        d.check(s.readPmd(1), start=16, minus=3000)
+        d.check(s.readPmd(2), start=0x100, minus=3000)
+        d.drive(30)
+        d.check(s.readPmd(1), start=16, minus=3000)
+        self.assertEqual(s.state(), stateLine('active', target=w.pid))
+
+    @simOnly
     def test_reset_pmds_resets_another_counter(self):
         s = self.newSession()
         pid = self.sleeper()
@@ -143,18 +182,21 @@ class OverflowTest(MountTestCase):
 
     def test_no_msg_masks_without_a_message(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         s.write('flags', 'no_msg\n')
         notifying(s, pid, long_reset=3000)
-        self.m.advance(1000)
-        self.assertEqual(s.state(), stateLine('masked', target=pid))
+        self.drive(w, 3000)
+        self.assertEventually(s.state, stateLine('masked', target=pid))
         self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
         self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('msg'), 64, os.O_NONBLOCK)
         s.ctl('restart')
         self.assertEqual(s.readPmd(0), neg(3000))
-        self.m.advance(1000)
-        self.assertEqual(s.state(), stateLine('masked', target=pid))
+        self.assertEqual(s.state(), stateLine('active', target=pid))
+        self.drive(w, 3000)
+        self.assertEventually(s.state, stateLine('masked', target=pid))
 
+    @simOnly
     def test_notify_block_holds_the_thread_clock(self):
         # The sim cannot stop a real thread: it stops the target's clock, so
         # 5000 ns advanced while held are not the thread's time.
@@ -169,56 +211,69 @@ class OverflowTest(MountTestCase):
         self.m.advance(1000)
         self.assertEqual(s.readMessages(), ovflLine(2, pid, pid, 2000))
 
+    def twoMessages(self, s, w):
+        """Two overflow messages queued (sim: at 1000 and 2000 ns), masked."""
+        notifying(s, w.pid, long_reset=3000)
+        self.drive(w, 3000)
+        self.assertEventually(s.state, stateLine('masked', target=w.pid, queued=1))
+        s.ctl('restart')
+        self.drive(w, 3000)
+        self.assertEventually(s.state, stateLine('masked', target=w.pid, queued=2))
+
     def test_message_read_sizes(self):
         s = self.newSession()
-        pid = self.sleeper()
-        notifying(s, pid, long_reset=3000)
-        self.m.advance(1000)
-        s.ctl('restart')
-        self.m.advance(1000)
-        line1, line2 = ovflLine(1, pid, pid, 1000).encode(), ovflLine(2, pid, pid, 2000).encode()
-        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=2))
+        w = self.worker()
+        pid = w.pid
+        self.twoMessages(s, w)
+        if SIM:
+            line1 = ovflLine(1, pid, pid, 1000).encode()
+            too_small, one_line = len(line1) - 1, len(line1) + 5
+        else:  # the cpu and ip are not known: sizes that fit no line, and one line but never two
+            shortest, longest = pfmfs_mount.ovflLineLengths(1, pid, pid)
+            self.assertLess(longest, 2 * shortest)
+            too_small, one_line = shortest - 1, longest
         fd = os.open(s.path('messages'), os.O_RDONLY)
         try:
-            self.assertErrno(errno.EINVAL, os.read, fd, len(line1) - 1)  # not even one line fits
+            self.assertErrno(errno.EINVAL, os.read, fd, too_small)  # not even one line fits
+            self.assertErrno(errno.EINVAL, os.read, fd, 1)
             self.assertEqual(s.state(), stateLine('masked', target=pid, queued=2))  # nothing consumed
-            self.assertEqual(os.read(fd, len(line1) + 5), line1)  # whole lines only
-            self.assertEqual(os.read(fd, 4096), line2)
+            first = os.read(fd, one_line).decode()  # whole lines only
+            self.assertOvflLines(first, [(1, pid, pid, 1000)])
+            self.assertOvflLines(os.read(fd, 4096).decode(), [(2, pid, pid, 2000)])
         finally:
             os.close(fd)
         self.assertEqual(s.state(), stateLine('masked', target=pid))
 
     def test_msg_read_sizes(self):
         s = self.newSession()
-        pid = self.sleeper()
-        notifying(s, pid, long_reset=3000)
-        self.m.advance(1000)
-        s.ctl('restart')
-        self.m.advance(1000)
+        w = self.worker()
+        pid = w.pid
+        self.twoMessages(s, w)
         fd = os.open(s.path('msg'), os.O_RDONLY)
         try:
             self.assertErrno(errno.EINVAL, os.read, fd, 63)
             self.assertErrno(errno.EINVAL, os.read, fd, 1)
             self.assertEqual(s.state(), stateLine('masked', target=pid, queued=2))
             first = os.read(fd, 100)  # one whole record
-            self.assertEqual(len(first), 64)
-            self.assertEqual(MSG.unpack(first)[5], simIp(1000))
+            self.assertOvflRecord(first, pid, pid, 1000)
             second = os.read(fd, 4096)
-            self.assertEqual(len(second), 64)
-            self.assertEqual(MSG.unpack(second)[5], simIp(2000))
+            self.assertOvflRecord(second, pid, pid, 2000)
+            self.assertEqual(s.state(), stateLine('masked', target=pid))
         finally:
             os.close(fd)
 
     def test_text_and_records_share_one_queue(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         notifying(s, pid, long_reset=3000)
-        for _ in range(3):
-            self.m.advance(1000)
+        for i in range(1, 4):
+            self.drive(w, 3000)
+            self.assertEventually(s.state, stateLine('masked', target=pid, queued=i))
             s.ctl('restart')
         self.assertEqual(s.state(), stateLine('active', target=pid, queued=3))
-        self.assertEqual(MSG.unpack(s.readMsg())[5], simIp(1000))
-        self.assertEqual(s.readMessages(), ovflLine(2, pid, pid, 2000) + ovflLine(3, pid, pid, 3000))
+        self.assertOvflRecord(s.readMsg(), pid, pid, 1000)
+        self.assertOvflLines(s.readMessages(), [(2, pid, pid, 2000), (3, pid, pid, 3000)])
         self.assertEqual(s.state(), stateLine('active', target=pid))
 
     def test_both_message_files_nonblocking_when_empty(self):
@@ -241,8 +296,11 @@ class OverflowTest(MountTestCase):
         p = select.poll()
         p.register(fd, select.POLLIN)
         self.assertEqual(p.poll(0), [])
-        threading.Timer(0.2, os.rmdir, args=(s.dir,)).start()
+        timer = threading.Timer(0.2, os.rmdir, args=(s.dir,))
+        timer.start()
+        self.addCleanup(timer.join)
         events = p.poll(5000)
+        timer.join()  # the rmdir has returned
         self.assertEqual(len(events), 1)
         self.assertTrue(events[0][1] & (select.POLLIN | select.POLLHUP))
         self.assertEqual(os.read(fd, 4096), b'')
@@ -251,7 +309,8 @@ class OverflowTest(MountTestCase):
         # A reader interrupted by a signal gets EINTR at once; the message
         # that comes later goes to the next reader, not to the dead request.
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         script = (
             'import os, signal\n'
             'class Stop(Exception): pass\n'
@@ -276,23 +335,27 @@ class OverflowTest(MountTestCase):
             self.fail('a blocked read ignored the signal')
         self.assertEqual(out, 'interrupted\n')
         notifying(s, pid)
-        self.m.advance(1000)
-        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000))
+        self.drive(w, 3000)
+        self.assertEventually(s.state, stateLine('masked', target=pid, queued=1))
+        self.assertOvflLines(s.readMessages(), [(1, pid, pid, 1000)])
 
     def test_killed_reader_loses_no_message(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         cat = subprocess.Popen(['cat', s.path('messages')], stdout=subprocess.DEVNULL)
         time.sleep(0.3)
         cat.kill()
         self.assertEqual(cat.wait(timeout=5), -signal.SIGKILL)
         notifying(s, pid)
-        self.m.advance(1000)
-        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000))
+        self.drive(w, 3000)
+        self.assertEventually(s.state, stateLine('masked', target=pid, queued=1))
+        self.assertOvflLines(s.readMessages(), [(1, pid, pid, 1000)])
 
     def test_two_blocked_readers_one_message_each(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         notifying(s, pid, long_reset=3000)
         fds = [os.open(s.path('messages'), os.O_RDONLY) for _ in range(2)]
         for fd in fds:
@@ -301,20 +364,21 @@ class OverflowTest(MountTestCase):
         for r in readers:
             r.start()
         time.sleep(0.3)
-        self.m.advance(1000)
+        self.drive(w, 3000)
         self.assertTrue(waitFor(lambda: sum(not r.is_alive() for r in readers) == 1, timeout=5))
         time.sleep(0.2)
         self.assertEqual(sum(r.is_alive() for r in readers), 1)  # one message wakes one reader
         s.ctl('restart')
-        self.m.advance(1000)
+        self.drive(w, 3000)
         for r in readers:
             self.assertTrue(r.finished())
-        self.assertEqual(sorted(r.result.decode() for r in readers),
-                         [ovflLine(1, pid, pid, 1000), ovflLine(2, pid, pid, 2000)])
+        self.assertOvflLines(''.join(sorted((r.result.decode() for r in readers), key=lambda x: x.split()[1])),
+                             [(1, pid, pid, 1000), (2, pid, pid, 2000)])
 
     def test_blocking_read_woken_by_an_overflow(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         notifying(s, pid)
         for rel, size in (('messages', 4096), ('msg', 64)):
             with self.subTest(rel=rel):
@@ -324,11 +388,11 @@ class OverflowTest(MountTestCase):
                     reader.start()
                     time.sleep(0.3)
                     self.assertTrue(reader.is_alive(), 'the read did not block on an empty queue')
-                    self.m.advance(1000)  # from this thread: the overflow wakes the reader
+                    self.drive(w, 3000)  # from this thread: the overflow wakes the reader
                     self.assertTrue(reader.finished(), 'the blocked read was not woken')
                     self.assertIsNone(reader.error)
                     if rel == 'messages':
-                        self.assertEqual(reader.result.decode(), ovflLine(1, pid, pid, 1000))
+                        self.assertOvflLines(reader.result.decode(), [(1, pid, pid, 1000)])
                     else:
                         self.assertEqual(len(reader.result), 64)
                         self.assertEqual(MSG.unpack(reader.result)[:2], (1, pid))
@@ -337,22 +401,24 @@ class OverflowTest(MountTestCase):
                 s.ctl('restart')
                 s.pmd(0, '-3000 notify')  # the next overflow 1000 ns from here
 
-    def triggerLater(self, delay=0.3, ns=1000):
-        t = threading.Timer(delay, self.m.advance, args=(ns,))
+    def triggerLater(self, w, delay=0.3, n=3000):
+        """Drives n events on w in delay s, from another thread."""
+        t = threading.Timer(delay, self.drive, args=(w, n))
         t.start()
         self.addCleanup(t.join)
         return t
 
     def test_poll_woken_by_an_overflow(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         notifying(s, pid)
         fd = os.open(s.path('messages'), os.O_RDONLY)
         self.addCleanup(os.close, fd)
         p = select.poll()
         p.register(fd, select.POLLIN)
         self.assertEqual(p.poll(0), [])
-        self.triggerLater()
+        self.triggerLater(w)
         start = time.monotonic()
         events = p.poll(5000)
         self.assertLess(time.monotonic() - start, 4.5)
@@ -360,12 +426,13 @@ class OverflowTest(MountTestCase):
         self.assertEqual(events[0][0], fd)
         self.assertTrue(events[0][1] & select.POLLIN)
         self.assertEqual(p.poll(0)[0][1] & select.POLLIN, select.POLLIN)  # readable while not empty
-        self.assertEqual(os.read(fd, 4096).decode(), ovflLine(1, pid, pid, 1000))
+        self.assertOvflLines(os.read(fd, 4096).decode(), [(1, pid, pid, 1000)])
         self.assertEqual(p.poll(0), [])
 
     def test_epoll_woken_by_an_overflow(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         notifying(s, pid)
         fd = os.open(s.path('msg'), os.O_RDONLY)
         self.addCleanup(os.close, fd)
@@ -373,21 +440,22 @@ class OverflowTest(MountTestCase):
         self.addCleanup(ep.close)
         ep.register(fd, select.EPOLLIN)
         self.assertEqual(ep.poll(0), [])
-        self.triggerLater()
+        self.triggerLater(w)
         events = ep.poll(5)
         self.assertEqual(len(events), 1)
         self.assertTrue(events[0][1] & select.EPOLLIN)
-        self.assertEqual(len(os.read(fd, 64)), 64)
+        self.assertOvflRecord(os.read(fd, 64), pid, pid, 1000)
         self.assertEqual(ep.poll(0), [])
 
     def test_select_woken_by_an_overflow(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         notifying(s, pid)
         fd = os.open(s.path('messages'), os.O_RDONLY)
         self.addCleanup(os.close, fd)
         self.assertEqual(select.select([fd], [], [], 0)[0], [])
-        self.triggerLater()
+        self.triggerLater(w)
         readable, _, _ = select.select([fd], [], [], 5)
         self.assertEqual(readable, [fd])
 
@@ -423,16 +491,19 @@ class QueueLimitTest(MountTestCase):
 
     def test_full_queue_counts_lost(self):
         s = self.newSession()
-        pid = self.sleeper()
+        w = self.worker()
+        pid = w.pid
         notifying(s, pid, long_reset=3000)
         for i in range(1, 4):
-            self.m.advance(1000)
+            self.drive(w, 3000)
             # Masked whether the message fit or not.
-            self.assertEqual(s.state(), stateLine('masked', target=pid, queued=min(i, 2), lost=max(0, i - 2)))
+            self.assertEventually(s.state,
+                                  stateLine('masked', target=pid, queued=min(i, 2), lost=max(0, i - 2)))
             s.ctl('restart')
-        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 1000) + ovflLine(2, pid, pid, 2000))
-        self.m.advance(1000)  # room again: seq goes on without a gap
-        self.assertEqual(s.readMessages(), ovflLine(3, pid, pid, 4000))
+        self.assertOvflLines(s.readMessages(), [(1, pid, pid, 1000), (2, pid, pid, 2000)])
+        self.drive(w, 3000)  # room again: seq goes on without a gap
+        self.assertEventually(s.state, stateLine('masked', target=pid, queued=1, lost=1))
+        self.assertOvflLines(s.readMessages(), [(3, pid, pid, 4000)])
         self.assertEqual(s.state(), stateLine('masked', target=pid, lost=1))
 
 

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 # The experiments of the other tests driven only by shell commands (sh -c with
 # mkdir, echo, cat, ls, rmdir), asserting their exact output and the exit
-# status and message of every echo or mkdir that must fail.
+# status and message of every echo or mkdir that must fail. Under the sim's
+# manual clock a whole experiment is one script; on every backend an
+# experiment on a Worker target is two scripts around the target's work.
 
 import pfmfs_mount
-from pfmfs_mount import TEST_USER, MountTestCase, neg
+from pfmfs_mount import PMU, SIM, TEST_USER, MountTestCase, neg, simOnly
+
+A, B = PMU.pmc_a, PMU.pmc_b  # PMC values that count at user level
+A_NAME, B_NAME = PMU.event_a[0], PMU.event_b[0]
+RESERVED = f'{int(A, 16) | PMU.reserved:#x}'
 
 
 class ShellTest(MountTestCase):
@@ -20,6 +26,7 @@ class ShellTest(MountTestCase):
         self.addCleanup(s.destroy)
         return s
 
+    @simOnly
     def test_counting_experiment(self):
         pid = self.sleeper()
         self.cleanupSession('count')
@@ -63,6 +70,7 @@ class ShellTest(MountTestCase):
             'state=unloaded mode=thread target=- set=0 queued=0 lost=0\n'))
         self.assertEqual(err, '')
 
+    @simOnly
     def test_multiplexing_experiment(self):
         pid = self.sleeper()
         self.cleanupSession('mpx')
@@ -89,6 +97,7 @@ class ShellTest(MountTestCase):
             'runs=5 duration_ns=5000000 timeout_ns=1000000 ovfl_pmds=0x0 avail_pmcs=0x1000f avail_pmds=0x7000f\n'
             'state=active mode=thread\n'))
 
+    @simOnly
     def test_overflow_experiment(self):
         pid = self.sleeper()
         self.cleanupSession('ovfl')
@@ -116,6 +125,82 @@ class ShellTest(MountTestCase):
             f'{neg(6000)}\n'
             'state=active\n'))
 
+    def test_counting_experiment_on_a_worker(self):
+        w = self.worker()
+        self.cleanupSession('count')
+        out, err = self.run_sh(f'''set -e
+            mkdir sessions/count
+            cd sessions/count
+            ls
+            ls sets sets/0
+            echo {A_NAME} > sets/0/pmc0
+            echo {B_NAME}:u > sets/0/pmc1
+            cat sets/0/regs
+            echo "load $PID" > ctl
+            echo start > ctl
+            cat state
+            ''', w.pid)
+        self.assertEqual(out, (
+            'counts\nctl\nerror\nflags\nmessages\nmode\nmsg\nsets\nstate\n'
+            'sets:\n0\n\nsets/0:\n' + ''.join(f + '\n' for f in PMU.set_files)
+            + f'pmc0 {A}\npmc1 {B}\n'
+            f'state=active mode=thread target={w.pid} set=0 queued=0 lost=0\n'))
+        self.assertEqual(err, '')
+        d = self.driven(w)
+        d.drive(3000)
+        out, err = self.run_sh('''set -e
+            cd sessions/count
+            cat sets/0/pmd0
+            echo stop > ctl
+            cat sets/0/pmd0
+            cut -d' ' -f1,2,3 counts
+            cut -d' ' -f1 sets/0/info
+            echo unload > ctl
+            cat state
+            cd ..
+            rmdir count
+            ls
+            ''')
+        value = d.check(int(out.split()[0]))
+        self.assertEqual(out, (
+            f'{value}\n{value}\n'
+            f'set=0 pmd=0 value={value}\n'
+            f'set=0 pmd=1 value={int(out.splitlines()[3].split("=")[-1])}\n'
+            'runs=1\n'
+            'state=unloaded mode=thread target=- set=0 queued=0 lost=0\n'))
+        self.assertEqual(err, '')
+
+    def test_overflow_experiment_on_a_worker(self):
+        w = self.worker()
+        pid = w.pid
+        self.cleanupSession('ovfl')
+        out, err = self.run_sh(f'''set -e
+            mkdir sessions/ovfl && cd sessions/ovfl
+            echo {A} > sets/0/pmc0
+            echo -3000 long_reset=-6000 notify > sets/0/pmd0
+            cat sets/0/pmd0
+            echo "load $PID" > ctl
+            echo start > ctl
+            ''', pid)
+        self.assertEqual((out, err), (f'{neg(3000)}\n', ''))
+        self.drive(w, 3000)
+        s = self.m.session('ovfl')
+        self.assertEventually(s.state, f'state=masked mode=thread target={pid} set=0 queued=1 lost=0\n')
+        out, err = self.run_sh('''set -e
+            cd sessions/ovfl
+            cat state
+            dd if=messages bs=4096 count=1 2>/dev/null
+            grep -c . state
+            echo restart > ctl
+            cat sets/0/pmd0
+            cut -d' ' -f1 state
+            ''')
+        lines = out.splitlines(True)
+        self.assertEqual(len(lines), 5, out)
+        self.assertEqual(lines[0], f'state=masked mode=thread target={pid} set=0 queued=1 lost=0\n')
+        self.assertOvflLines(lines[1], [(1, pid, pid, 1000)])
+        self.assertEqual(lines[2:], ['1\n', f'{neg(6000)}\n', 'state=active\n'])
+
     def test_failing_commands(self):
         pid = self.sleeper()
         s = self.newSession('fail')
@@ -127,7 +212,7 @@ class ShellTest(MountTestCase):
             ('/bin/echo bogus > ctl', 1, 'Invalid argument'),
             ('echo bogus > ctl', 1, ''),
             ('/bin/echo system > mode', 1, 'Device or resource busy'),
-            ('/bin/echo 0x100000001003c > sets/0/pmc0', 1, 'Invalid argument'),
+            (f'/bin/echo {RESERVED} > sets/0/pmc0', 1, 'Invalid argument'),
             ('/bin/echo x > sets/0/pmd0', 1, 'Invalid argument'),
             ('echo 5 > state', 2, 'Permission denied'),
             ('echo 5 > counts', 2, 'Permission denied'),
@@ -136,7 +221,7 @@ class ShellTest(MountTestCase):
             ('mkdir ../fail', 1, 'File exists'),
             ('mkdir ../bad:name', 1, 'Invalid argument'),
             ('rmdir sets/0', 1, 'Device or resource busy'),
-            ('cat sets/0/pmc4', 1, 'No such file or directory'),
+            (f'cat sets/0/pmc{PMU.missing_pmc}', 1, 'No such file or directory'),
             ('cat nothing', 1, 'No such file or directory'),
             ('dd if=msg bs=63 count=1 iflag=nonblock', 1, 'Invalid argument'),
             ('dd if=messages bs=4096 count=1 iflag=nonblock', 1, 'Resource temporarily unavailable'),
@@ -172,47 +257,55 @@ class ShellTest(MountTestCase):
             mkdir sessions/app && cd sessions/app
             echo "load $PID" >> ctl
             echo start >> ctl
-            echo 0x1003c >> sets/0/pmc0
-            echo 0x100c0 >> sets/0/pmc0
+            echo {A} >> sets/0/pmc0
+            echo {B} >> sets/0/pmc0
             cat sets/0/pmc0
             printf 'stop' > ctl
             cut -d' ' -f1 state
-            ''', pid)
-        self.assertEqual(out, '0x100c0\nstate=loaded\n')
+            '''.replace('{A}', A).replace('{B}', B), pid)
+        self.assertEqual(out, f'{B}\nstate=loaded\n')
 
     def test_regs_copy_with_cat(self):
+        k, v = (16, '0x20') if SIM else (PMU.pmcs[-1], B)
         self.cleanupSession('copy')
         out, err = self.run_sh('''set -e
             mkdir sessions/copy && cd sessions/copy
             mkdir sets/1 sets/2
-            printf 'pmc0 0x1003c\\npmc16 0x20\\n' > sets/0/regs
+            printf 'pmc0 {A}\\npmc{K} {V}\\n' > sets/0/regs
             cat sets/0/regs > sets/1/regs
             cat sets/1/regs > sets/2/regs
             cat sets/2/regs
-            cat sets/2/pmc16
+            cat sets/2/pmc{K}
             cmp sets/0/regs sets/2/regs && echo same
-            ''')
-        self.assertEqual(out, 'pmc0 0x1003c\npmc16 0x20\n0x20\nsame\n')
+            '''.replace('{A}', A).replace('{K}', str(k)).replace('{V}', v))
+        self.assertEqual(out, f'pmc0 {A}\npmc{k} {v}\n{v}\nsame\n')
 
     def test_user_experiment(self):
-        pid = self.sleeper(TEST_USER)
+        w = self.worker(TEST_USER)
+        pid = w.pid
         self.cleanupSession('user')
+        kernel = PMU.pmc(PMU.event_a, usr=False, kernel=True)
+        advance = '/bin/echo 1 > "$MNT/pmu/sim/advance" || echo "advance refused"' if SIM else ''
         rc, out, err = self.m.sh(f'''set -e
             mkdir sessions/user && cd sessions/user
             stat -c '%U %a' .
-            echo UNHALTED_CORE_CYCLES > sets/0/pmc0
-            /bin/echo 0x2003c > sets/0/pmc1 || echo "kernel refused"
+            echo {A_NAME} > sets/0/pmc0
+            /bin/echo {kernel} > sets/0/pmc1 || echo "kernel refused"
             echo "load {pid}" > ctl
             echo start > ctl
-            /bin/echo 1 > "$MNT/pmu/sim/advance" || echo "advance refused"
+            {advance}
             ''', user=TEST_USER)
         self.assertEqual(rc, 0, err)
-        self.assertEqual(out, f'{TEST_USER} 700\nkernel refused\nadvance refused\n')
+        self.assertEqual(out, f'{TEST_USER} 700\nkernel refused\n' + ('advance refused\n' if SIM else ''))
         self.assertIn('Operation not permitted', err)
-        self.assertIn('Permission denied', err)
-        self.m.advance(1000)
+        if SIM:
+            self.assertIn('Permission denied', err)
+        d = self.driven(w)
+        d.drive(3000)  # sim: 1000 ns
         rc, out, err = self.m.sh('cat sessions/user/sets/0/pmd0', user=TEST_USER)
-        self.assertEqual((rc, out), (0, '3000\n'))
+        self.assertEqual(rc, 0)
+        d.check(int(out))  # sim: 3000
+        self.assertEqual(out, f'{int(out)}\n')
         rc, out, err = self.m.sh('cat sessions/user/state', user=pfmfs_mount.TEST_USER2)
         self.assertEqual(rc, 1)
         self.assertIn('Permission denied', err)

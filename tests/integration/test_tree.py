@@ -7,43 +7,11 @@ import os
 import stat
 
 import pfmfs_mount
-from pfmfs_mount import MountTestCase
+from pfmfs_mount import PMU, SIM, MountTestCase, simOnly
 
 SESSION_FILES = ['counts', 'ctl', 'error', 'flags', 'messages', 'mode', 'msg', 'sets', 'state']
-SET_FILES = sorted(['info', 'regs', 'switch', 'pmc0', 'pmc1', 'pmc2', 'pmc3', 'pmc16',
-                    'pmd0', 'pmd1', 'pmd2', 'pmd3', 'pmd16', 'pmd17', 'pmd18'])
-
-EVENTS = [
-    'name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc="Core cycles while the thread is not halted"',
-    'name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc="Instructions retired"',
-    'name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f '
-    'desc="Reference cycles at the TSC rate while the thread is not halted"',
-    'name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc="Last-level cache references"',
-    'name=LLC_MISSES code=0x412e pmcs=0xf desc="Last-level cache misses"',
-    'name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc="Branch instructions retired"',
-    'name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc="Mispredicted branch instructions retired"',
-    'name=SIM_PHASE_A code=0x1f0 pmcs=0xf desc="Simulated event at 4/ns in the first half of every 2 ms"',
-    'name=SIM_PHASE_B code=0x2f0 pmcs=0xf desc="Simulated event at 4/ns in the second half of every 2 ms"',
-]
-
-# pmu/desc: name, addr, dfl_val, rsvd_msk of every PMC.
-PMC_DESC = {
-    0: ('PERFEVTSEL0', '0x186', '0x0', '0xffffffff00000000'),
-    1: ('PERFEVTSEL1', '0x187', '0x0', '0xffffffff00000000'),
-    2: ('PERFEVTSEL2', '0x188', '0x0', '0xffffffff00000000'),
-    3: ('PERFEVTSEL3', '0x189', '0x0', '0xffffffff00000000'),
-    16: ('FIXED_CTR_CTRL', '0x38d', '0x0', '0xfffffffffffff000'),
-}
-# pmu/desc: name, addr, width of every PMD.
-PMD_DESC = {
-    0: ('PMC0', '0xc1', '48'),
-    1: ('PMC1', '0xc2', '48'),
-    2: ('PMC2', '0xc3', '48'),
-    3: ('PMC3', '0xc4', '48'),
-    16: ('FIXED_CTR0', '0x309', '48'),
-    17: ('FIXED_CTR1', '0x30a', '48'),
-    18: ('FIXED_CTR2', '0x30b', '48'),
-}
+SET_FILES = PMU.set_files
+MISSING_PMC, MISSING_PMD = PMU.missing_pmc, PMU.missing_pmd
 
 
 class TreeTest(MountTestCase):
@@ -57,30 +25,34 @@ class TreeTest(MountTestCase):
         self.assertEqual(self.m.read('version'), 'pfmfs 0.1.0\nabi 1\n')
 
     def test_pmu_listing(self):
-        self.assertEqual(sorted(os.listdir(self.m.path('pmu'))), ['desc', 'events', 'info', 'sim'])
-        self.assertEqual(os.listdir(self.m.path('pmu/sim')), ['advance'])
+        if SIM:  # under the manual clock
+            self.assertEqual(sorted(os.listdir(self.m.path('pmu'))), ['desc', 'events', 'info', 'sim'])
+            self.assertEqual(os.listdir(self.m.path('pmu/sim')), ['advance'])
+        else:
+            self.assertEqual(sorted(os.listdir(self.m.path('pmu'))), ['desc', 'events', 'info'])
+            self.assertErrno(errno.ENOENT, os.stat, self.m.path('pmu/sim'))
 
     def test_pmu_info(self):
-        self.assertEqual(self.m.read('pmu/info'),
-                         'backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 '
-                         'width=48 features=fixed_counters,global_ctrl,ovfl_intr\n')
+        self.assertEqual(self.m.read('pmu/info'), PMU.info)
 
     def test_pmu_events(self):
-        self.assertEqual(self.m.read('pmu/events'), '\n'.join(EVENTS) + '\n')
+        self.assertEqual(self.m.read('pmu/events'), '\n'.join(PMU.events) + '\n')
 
     def test_pmu_desc_tree(self):
         desc = self.m.path('pmu/desc')
-        expected = ['model'] + [f'pmc{k}' for k in PMC_DESC] + [f'pmd{k}' for k in PMD_DESC]
+        self.assertEqual(sorted(PMU.pmc_desc), PMU.pmcs)
+        self.assertEqual(sorted(PMU.pmd_desc), PMU.pmds)
+        expected = ['model'] + [f'pmc{k}' for k in PMU.pmcs] + [f'pmd{k}' for k in PMU.pmds]
         self.assertEqual(sorted(os.listdir(desc)), sorted(expected))
-        self.assertEqual(self.m.read('pmu/desc/model'), 'intel-arch-v2\n')
-        for k, (name, addr, dfl, rsvd) in PMC_DESC.items():
+        self.assertEqual(self.m.read('pmu/desc/model'), PMU.model + '\n')
+        for k, (name, addr, dfl, rsvd) in PMU.pmc_desc.items():
             with self.subTest(pmc=k):
                 self.assertEqual(sorted(os.listdir(f'{desc}/pmc{k}')), ['addr', 'dfl_val', 'name', 'rsvd_msk'])
                 self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/name'), name + '\n')
                 self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/addr'), addr + '\n')
                 self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/dfl_val'), dfl + '\n')
                 self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/rsvd_msk'), rsvd + '\n')
-        for k, (name, addr, width) in PMD_DESC.items():
+        for k, (name, addr, width) in PMU.pmd_desc.items():
             with self.subTest(pmd=k):
                 self.assertEqual(sorted(os.listdir(f'{desc}/pmd{k}')), ['addr', 'name', 'rsvd_msk', 'width'])
                 self.assertEqual(self.m.read(f'pmu/desc/pmd{k}/name'), name + '\n')
@@ -90,13 +62,14 @@ class TreeTest(MountTestCase):
 
     def test_pmu_files_are_world_readable_and_not_writable(self):
         for rel in ['version', 'pmu/info', 'pmu/events', 'pmu/desc/model', 'pmu/desc/pmc0/name',
-                    'pmu/desc/pmd16/width']:
+                    f'pmu/desc/pmd{PMU.last_pmd}/width']:
             with self.subTest(rel=rel):
                 st = os.stat(self.m.path(rel))
                 self.assertTrue(stat.S_ISREG(st.st_mode))
                 self.assertEqual(st.st_mode & 0o444, 0o444)
                 self.assertEqual(st.st_mode & 0o222, 0)
 
+    @simOnly
     def test_advance_is_root_only_write_only(self):
         st = os.stat(self.m.path('pmu/sim/advance'))
         self.assertEqual(stat.S_IMODE(st.st_mode), 0o200)
@@ -131,11 +104,10 @@ class TreeTest(MountTestCase):
         self.assertEqual(s.read('counts'), '')
         self.assertEqual(s.read('sets/0/switch'), 'none\n')
         self.assertEqual(s.read('sets/0/regs'), '')
-        self.assertEqual(s.read('sets/0/info'),
-                         'runs=0 duration_ns=0 timeout_ns=0 ovfl_pmds=0x0 avail_pmcs=0x1000f avail_pmds=0x7000f\n')
-        for k in (0, 1, 2, 3, 16):
+        self.assertEqual(s.read('sets/0/info'), f'runs=0 duration_ns=0 timeout_ns=0 ovfl_pmds=0x0 {PMU.avail}\n')
+        for k in PMU.pmcs:
             self.assertEqual(s.read(f'sets/0/pmc{k}'), '0x0\n')
-        for k in (0, 1, 2, 3, 16, 17, 18):
+        for k in PMU.pmds:
             self.assertEqual(s.read(f'sets/0/pmd{k}'), '0\n')
 
     def test_session_dir_mode_and_owner(self):
@@ -240,12 +212,14 @@ class TreeTest(MountTestCase):
 
     def test_enoent_for_paths_that_do_not_exist(self):
         s = self.newSession()
-        missing = ['nope', 'pmu/nope', 'pmu/desc/pmc4', 'pmu/desc/pmd19', 'pmu/desc/pmc0/nope',
-                   'sessions/nope', 'sessions/nope/state', f'sessions/{s.name}/nope',
-                   f'sessions/{s.name}/sets/1', f'sessions/{s.name}/sets/0/pmc4',
-                   f'sessions/{s.name}/sets/0/pmc17', f'sessions/{s.name}/sets/0/pmd4',
-                   f'sessions/{s.name}/sets/0/pmd19', f'sessions/{s.name}/sets/0/nope',
+        missing = ['nope', 'pmu/nope', f'pmu/desc/pmc{MISSING_PMC}', f'pmu/desc/pmd{MISSING_PMD}',
+                   'pmu/desc/pmc0/nope', 'sessions/nope', 'sessions/nope/state', f'sessions/{s.name}/nope',
+                   f'sessions/{s.name}/sets/1', f'sessions/{s.name}/sets/0/pmc{MISSING_PMC}',
+                   f'sessions/{s.name}/sets/0/pmc17', f'sessions/{s.name}/sets/0/pmd{MISSING_PMC}',
+                   f'sessions/{s.name}/sets/0/pmd{MISSING_PMD}', f'sessions/{s.name}/sets/0/nope',
                    f'sessions/{s.name}/sets/0/pmc00']
+        if not SIM:
+            missing += ['pmu/sim', 'pmu/sim/advance']
         for rel in missing:
             with self.subTest(rel=rel):
                 self.assertErrno(errno.ENOENT, os.stat, self.m.path(rel))
@@ -253,9 +227,9 @@ class TreeTest(MountTestCase):
 
     def test_creating_files_is_eperm(self):
         s = self.newSession()
-        for rel in ['newfile', 'sessions/newfile', 'pmu/newfile', 'pmu/sim/newfile',
+        for rel in ['newfile', 'sessions/newfile', 'pmu/newfile', 'pmu/sim/newfile' if SIM else 'pmu/desc/newfile',
                     f'sessions/{s.name}/newfile', f'sessions/{s.name}/sets/newfile',
-                    f'sessions/{s.name}/sets/0/newfile', f'sessions/{s.name}/sets/0/pmc4']:
+                    f'sessions/{s.name}/sets/0/newfile', f'sessions/{s.name}/sets/0/pmc{MISSING_PMC}']:
             with self.subTest(rel=rel):
                 path = self.m.path(rel)
                 self.assertErrno(errno.EPERM, os.open, path, os.O_WRONLY | os.O_CREAT, 0o644)
@@ -276,7 +250,8 @@ class TreeTest(MountTestCase):
 
     def test_rmdir_of_non_session_dirs_is_refused(self):
         s = self.newSession()
-        for rel in ['sessions', 'pmu', 'pmu/desc', 'pmu/desc/pmc0', 'pmu/sim', f'sessions/{s.name}/sets']:
+        dirs = ['sessions', 'pmu', 'pmu/desc', 'pmu/desc/pmc0', f'sessions/{s.name}/sets'] + (['pmu/sim'] if SIM else [])
+        for rel in dirs:
             with self.subTest(rel=rel):
                 self.assertErrno(errno.EPERM, os.rmdir, self.m.path(rel))
                 self.assertTrue(os.path.isdir(self.m.path(rel)))
@@ -296,7 +271,8 @@ class TreeTest(MountTestCase):
     def test_reading_ctl_is_eacces(self):
         s = self.newSession()
         self.assertErrno(errno.EACCES, pfmfs_mount.readOnce, s.path('ctl'), 100)
-        self.assertErrno(errno.EACCES, pfmfs_mount.readOnce, self.m.path('pmu/sim/advance'), 100)
+        if SIM:
+            self.assertErrno(errno.EACCES, pfmfs_mount.readOnce, self.m.path('pmu/sim/advance'), 100)
 
     def test_files_report_size_zero(self):
         # Contents change with every read (direct_io): st_size is 0, as in /proc.
@@ -323,6 +299,7 @@ class TreeTest(MountTestCase):
             self.assertIn(n, listed)
 
 
+@simOnly
 class SmallPmuTreeTest(MountTestCase):
     """--sim-counters and --sim-width change the shape the tree shows."""
 
@@ -354,7 +331,8 @@ class SmallPmuTreeTest(MountTestCase):
 
 
 class RealClockTreeTest(MountTestCase):
-    """Without --sim-clock=manual there is no pmu/sim/advance."""
+    """Without --sim-clock=manual (and on perf, whose clock is real) there is
+    no pmu/sim/advance."""
 
     manual_clock = False
 
