@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages pfmfs builds and tests with, only those that
 # are missing (apt-get update runs only when something is to be installed).
+# linux-perf gives the tests `perf stat`, to check the perf backend's counts
+# against perf's own.
 set -euo pipefail
 
 packages=(
@@ -8,6 +10,7 @@ packages=(
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libfuse3-dev fuse3 libcap-ng-dev
   passwd util-linux procps
+  linux-perf
 )
 
 missing=()
