@@ -6,20 +6,9 @@ import errno
 import os
 
 import pfmfs_mount
-from pfmfs_mount import PMU, MountTestCase, stateLine
+from pfmfs_mount import PMU, MountTestCase, onlineCpus, stateLine
 
 WATCHED = ('state', 'mode', 'flags', 'counts', 'sets/0/info', 'sets/0/switch')
-
-
-def onlineCpus():
-    """The online cpus, from /sys (the same source the daemon uses)."""
-    with open('/sys/devices/system/cpu/online') as f:
-        text = f.read().strip()
-    cpus = []
-    for part in text.split(','):
-        lo, _, hi = part.partition('-')
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
 
 
 class CtlTest(MountTestCase):
