@@ -137,10 +137,12 @@ class PerfTarget final : public TargetPmu {
     // that is the new period too (a reset to the same value, the common case)
     // there is nothing to do.
     if (inStep(*c, dist)) return;
-    // Otherwise: stop the event, give it what is left to the wrap, restart.
-    // An active event's period cannot change in place: perf would raise an
-    // overflow at its next event.
-    (void)disableEvent(c->fd.get(), false);
+    // Otherwise: stop the group (through its leader: a member cannot be
+    // switched alone while the leader runs), give the event what is left to
+    // the wrap, restart. An active event's period cannot change in place:
+    // perf would raise an overflow at its next event.
+    const int leader = current_->counters.front().fd.get();
+    (void)disableEvent(leader, false);
     (void)readGroup(*current_);
     const std::uint64_t done = c->count - c->ref;
     const std::uint64_t left = done < dist ? dist - done : 1;
@@ -148,7 +150,7 @@ class PerfTarget final : public TargetPmu {
     c->period = left;
     c->phase_at = c->count;
     dropPending(c->id);
-    if (enabled_) (void)enableEvent(c->fd.get(), false);
+    if (enabled_) (void)enableEvent(leader, false);
   }
 
   void readPmds(RegMask pmds, std::span<std::uint64_t> out) override {
@@ -166,14 +168,14 @@ class PerfTarget final : public TargetPmu {
     enabled_ = true;
     if (!current_ || current_->counters.empty()) return;
     current_->frozen_valid = false;
-    (void)enableEvent(current_->counters.front().fd.get(), true);
+    (void)enableEvent(current_->counters.front().fd.get(), false);
   }
 
   void disable() override {
     if (!enabled_) return;
     enabled_ = false;
     if (!current_ || current_->counters.empty()) return;
-    (void)disableEvent(current_->counters.front().fd.get(), true);
+    (void)disableEvent(current_->counters.front().fd.get(), false);
   }
 
   std::uint64_t timeNs() override {
@@ -276,7 +278,7 @@ class PerfTarget final : public TargetPmu {
       a.exclude_user = ev.exclude_user;
       a.exclude_kernel = ev.exclude_kernel;
       a.exclude_hv = 1;
-      a.disabled = 1;
+      a.disabled = g.counters.empty() ? 1 : 0;  // members follow their leader
       a.read_format = kGroupReadFormat;
       a.sample_period = c.period;
       a.sample_type = kSampleType;

@@ -2,7 +2,10 @@
 // perf_event_open(2), without our kernel module (SPEC §1.1).
 //
 // Each set is one perf group, opened the first time the set is loaded and
-// kept: a set switch disables one group and enables the next (two ioctls).
+// kept: a set switch disables one group and enables the next (two ioctls, on
+// the leaders: members are opened enabled and follow their leader, as the
+// perf tool does; a member enabled while its leader runs would not count on
+// this kernel until its next context switch, or at all on a CPU).
 // A counter's 64-bit value is base + (perf count - ref), so a PMD write costs
 // no syscall. Overflows: every counter samples with the period that ends at
 // its 64-bit wrap; the kernel writes a record into the target's ring buffer

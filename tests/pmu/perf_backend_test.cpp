@@ -428,6 +428,7 @@ TEST(PerfTarget, RefusesWhatDoesNotExist) {
 TEST(PerfTarget, CountsACpu) {
   Rig r(Target{TargetKind::Cpu, 0});
   r.pmc(0, PERF_COUNT_SW_CPU_CLOCK);
+  r.pmc(1, PERF_COUNT_SW_CPU_CLOCK);  // a group member counts along with its leader
   ASSERT_TRUE(r.load(0).ok());
   const std::uint64_t t0 = r.pmu().timeNs();
   r.pmu().enable();
@@ -438,6 +439,8 @@ TEST(PerfTarget, CountsACpu) {
   // cpu-clock of a CPU runs with wall time whether the CPU is busy or idle.
   EXPECT_GE(r.read(0), 15'000'000u);
   EXPECT_LE(r.read(0), t1 - t0);
+  EXPECT_GE(r.read(1), 15'000'000u);
+  EXPECT_LE(r.read(1), t1 - t0);
   EXPECT_FALSE(r.pmu().gone());
 }
 
