@@ -179,13 +179,19 @@ class PerfTarget final : public TargetPmu {
   }
 
   std::uint64_t timeNs() override {
-    if (target_.kind == TargetKind::Cpu) return monotonicNs();
-    // The thread's CPU time: the anchor counts its task-clock.
-    if (auto t = readCount(anchor_.get()); t.ok()) last_time_ = std::max(last_time_, *t);
+    if (target_.kind == TargetKind::Cpu) {
+      last_time_ = std::max(last_time_, monotonicNs());
+    } else if (auto t = readCount(anchor_.get()); t.ok()) {
+      // The thread's CPU time: the anchor counts its task-clock.
+      last_time_ = std::max(last_time_, *t);
+    }
     return last_time_;
   }
 
-  std::uint64_t advanceTo(std::uint64_t /*t*/) override { return timeNs(); }
+  // perf counts by itself: the present is where it is. The engine asks right
+  // after timeNs(), so the time just read is the present, without a second
+  // read of the anchor.
+  std::uint64_t advanceTo(std::uint64_t /*t*/) override { return last_time_; }
   std::uint64_t nextOverflowNs() override { return kNever; }
 
   std::optional<HwOverflow> takeOverflow() override {
