@@ -2,6 +2,16 @@
 // a bare libfuse server mounted beside it, and a perf_event read(), all in one
 // run: `fs_bench PFMFSD FLOOR_FS [--quick]` (meson test --benchmark runs it).
 //
+// The perf backend (issue 4) in the same run: a pfmfsd with --pmu=perf
+// --perf-model=sw and one with --pmu=sim (real clock, 8 counters) mounted
+// beside the others; pmd and `counts` reads of 8 PMDs on each, against the
+// floor and a direct read() of the same perf events; then set switching on a
+// busy thread (switches per CPU second, the daemon's CPU time per switch) on
+// both. Real clocks make no value exact there: reads are checked for their
+// shape and for counts that never go backwards, switching for round robin,
+// no early switch and durations that add up to the thread's CPU time. Where
+// perf events cannot be opened the perf figures are n/a, not a failure.
+//
 // Every figure is a median and a p99 of CLOCK_MONOTONIC-timed iterations after
 // a warm-up, printed as a ratio to its baseline with the issue's goal. Every
 // read is checked against the value the manual sim clock makes exact: the
@@ -11,8 +21,10 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -53,6 +66,7 @@ struct Sizes {
   int wake_iterations = 2000;   // write -> poll wake -> read, with a pause each
   int sessions_mid = 1000;      // the pmd read with 1, mid and many sessions present
   int sessions_many = 10000;
+  int switch_cpu_ms = 1000;     // set switching: the busy thread's CPU time per backend and session
 };
 
 // The floor's entry and attribute timeouts: pfmfsd's (kCacheTimeout in
@@ -74,7 +88,7 @@ std::uint64_t nowNs() {
 // ---- children and mounts: cleaned up on every exit path ----------------------
 // Plain arrays, so that the signal handler can walk them.
 
-constexpr int kMaxChildren = 4;
+constexpr int kMaxChildren = 8;
 pid_t g_pids[kMaxChildren];
 char g_mounts[kMaxChildren][PATH_MAX];  // "" for a child that mounts nothing
 char g_logs[kMaxChildren][PATH_MAX];    // its stdout and stderr
@@ -497,6 +511,396 @@ std::optional<Stats> perfEventRead(const Sizes& z, std::string& why) {
   return s;
 }
 
+// ---- the perf backend (issue 4) -------------------------------------------------
+// A pfmfsd with --pmu=perf --perf-model=sw and one with --pmu=sim (real clock,
+// 8 general counters) each get the same session: 8 PMDs in set 0, loaded on a
+// sleeping thread, so that a read costs what the backend's read costs and
+// nothing else. The direct baselines read the same kinds of perf events of
+// the same thread: a task-clock alone, as the daemon reads its clock, and a
+// group of the 8 events in the daemon's read format.
+
+// perf-sw's events in PMC order, with their perf_event configs.
+constexpr std::array<std::pair<std::string_view, std::uint64_t>, 8> kPerfSwEvents{{
+    {"TASK_CLOCK", PERF_COUNT_SW_TASK_CLOCK},
+    {"CPU_CLOCK", PERF_COUNT_SW_CPU_CLOCK},
+    {"PAGE_FAULTS", PERF_COUNT_SW_PAGE_FAULTS},
+    {"CONTEXT_SWITCHES", PERF_COUNT_SW_CONTEXT_SWITCHES},
+    {"CPU_MIGRATIONS", PERF_COUNT_SW_CPU_MIGRATIONS},
+    {"MINOR_FAULTS", PERF_COUNT_SW_PAGE_FAULTS_MIN},
+    {"MAJOR_FAULTS", PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+    {"ALIGNMENT_FAULTS", PERF_COUNT_SW_ALIGNMENT_FAULTS},
+}};
+// The sim's 8 general counters (--sim-counters=8): its events, one each.
+constexpr std::array<std::string_view, 8> kSimEvents{
+    "UNHALTED_CORE_CYCLES", "INSTRUCTION_RETIRED",         "UNHALTED_REFERENCE_CYCLES", "LLC_REFERENCES",
+    "LLC_MISSES",           "BRANCH_INSTRUCTIONS_RETIRED", "BRANCH_MISSES_RETIRED",     "SIM_PHASE_A",
+};
+constexpr int kEightPmds = 8;
+// The daemon's group read format (pmu/perf/perf_event.h): nr, time_enabled,
+// time_running, then {value, id} per member.
+constexpr std::uint64_t kGroupFormat =
+    PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;
+constexpr std::size_t kGroupBytes = (3 + 2 * kEightPmds) * sizeof(std::uint64_t);
+// Set switching: every set switches after the engine's tick of target time.
+constexpr std::uint64_t kSwitchNs = 1'000'000;
+
+int openPerf(std::uint64_t config, std::uint64_t read_format, pid_t pid, int group_fd, bool disabled = false) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.disabled = disabled;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = config;
+  attr.read_format = read_format;
+  attr.exclude_kernel = 1;  // :u, as the daemon's PMCs
+  attr.exclude_hv = 1;
+  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, pid, -1, group_fd, PERF_FLAG_FD_CLOEXEC));
+}
+
+// The direct baselines on thread `pid`: a task-clock, and the 8 events as one
+// group. Closed by the destructor.
+struct DirectPerf {
+  int single = -1;
+  std::vector<int> group;  // the leader first
+  ~DirectPerf() {
+    if (single >= 0) ::close(single);
+    for (int fd : group) ::close(fd);
+  }
+};
+
+// Opens them, or says why not in `why`.
+bool openDirect(pid_t pid, DirectPerf& d, std::string& why) {
+  d.single = openPerf(PERF_COUNT_SW_TASK_CLOCK, 0, pid, -1);
+  if (d.single < 0) {
+    why = fmt::format("perf_event_open(task-clock of thread {}): {}", pid, errnoText(errno));
+    return false;
+  }
+  for (const auto& [name, config] : kPerfSwEvents) {
+    const int fd = openPerf(config, kGroupFormat, pid, d.group.empty() ? -1 : d.group.front());
+    if (fd < 0) {
+      why = fmt::format("perf_event_open({} of thread {}, in a group): {}", name, pid, errnoText(errno));
+      return false;
+    }
+    d.group.push_back(fd);
+  }
+  return true;
+}
+
+// What a set switch costs perf itself: the disable of one group of the 8
+// events and the enable of another (two ioctls), on a thread that runs on
+// another CPU, as the daemon's switches are. An error is a reason to print.
+std::optional<Stats> directSwitch(const Sizes& z, pid_t tid, std::string& why) {
+  std::vector<int> fds;
+  int leaders[2] = {-1, -1};
+  auto closeAll = [&] {
+    for (int fd : fds) ::close(fd);
+  };
+  for (int& leader : leaders)
+    for (const auto& [name, config] : kPerfSwEvents) {
+      const int fd = openPerf(config, kGroupFormat, tid, leader, true);
+      if (fd < 0) {
+        why = fmt::format("perf_event_open({} of thread {}): {}", name, tid, errnoText(errno));
+        closeAll();
+        return std::nullopt;
+      }
+      fds.push_back(fd);
+      if (leader < 0) leader = fd;
+    }
+  int on = 0;
+  bool bad = ::ioctl(leaders[on], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) != 0;
+  const Stats s = measure(z, z.wake_iterations, [&] {
+    bad |= ::ioctl(leaders[on], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP) != 0;
+    on ^= 1;
+    bad |= ::ioctl(leaders[on], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) != 0;
+  });
+  if (bad) why = fmt::format("ioctl(PERF_EVENT_IOC_ENABLE/DISABLE): {}", errnoText(errno));
+  closeAll();
+  if (bad) return std::nullopt;
+  return s;
+}
+
+// A pmd's text: a decimal count and a newline, never below the last one read.
+void expectCount(const char* got, ssize_t n, std::uint64_t& last, const std::string& what) {
+  bool ok = n >= 2 && got[n - 1] == '\n';
+  std::uint64_t v = 0;
+  for (ssize_t i = 0; ok && i < n - 1; ++i) {
+    ok = got[i] >= '0' && got[i] <= '9' && v <= (UINT64_MAX - 9) / 10;
+    v = v * 10 + static_cast<std::uint64_t>(got[i] - '0');
+  }
+  if (!ok) {
+    if (n < 0) fail(fmt::format("read {}: {}", what, errnoText(errno)));
+    fail(fmt::format("read {}: got \"{}\", want a decimal count", what,
+                     std::string_view(got, static_cast<std::size_t>(std::max<ssize_t>(n, 0)))));
+  }
+  if (v < last) fail(fmt::format("read {}: {} after {}: a count went backwards", what, v, last));
+  last = v;
+}
+
+// `counts` of a session with PMDs 0..7 in set 0 and nothing else.
+void expectEightCounts(const std::string& text, const std::string& what) {
+  std::istringstream in(text);
+  std::string line;
+  int k = 0;
+  for (; std::getline(in, line); ++k) {
+    const std::string prefix = fmt::format("set=0 pmd={} value=", k);
+    if (k >= kEightPmds || !line.starts_with(prefix) || line.find(" enabled_ns=") == std::string::npos ||
+        line.find(" running_ns=") == std::string::npos || line.find(" scaled=") == std::string::npos)
+      fail(fmt::format("{}: line {} is \"{}\"; want {} lines \"set=0 pmd=K value=N enabled_ns=.. running_ns=.. "
+                       "scaled=..\"",
+                       what, k + 1, line, kEightPmds));
+  }
+  if (k != kEightPmds || !text.ends_with('\n'))
+    fail(fmt::format("{}: want {} lines, got \"{}\"", what, kEightPmds, text));
+}
+
+// Within the timed loop: the same shape, checked cheaply.
+void expectEightCountsQuick(const char* got, ssize_t n, const std::string& what) {
+  constexpr std::string_view kFirst = "set=0 pmd=0 value=";
+  if (n > static_cast<ssize_t>(kFirst.size()) && got[n - 1] == '\n' &&
+      std::memcmp(got, kFirst.data(), kFirst.size()) == 0 && std::count(got, got + n, '\n') == kEightPmds)
+    return;
+  if (n < 0) fail(fmt::format("read {}: {}", what, errnoText(errno)));
+  expectEightCounts(std::string(got, static_cast<std::size_t>(n)), what);
+  fail(fmt::format("read {}: a short read", what));  // the full check passed a different buffer
+}
+
+// Puts `events` (":u") in the PMCs 0..7 of a set.
+template <class Events>
+void programSet(const std::string& set_dir, const Events& names) {
+  for (int i = 0; i < kEightPmds; ++i) writeFile(fmt::format("{}/pmc{}", set_dir, i), fmt::format("{}:u\n", names[i]));
+}
+
+std::array<std::string_view, 8> perfSwNames() {
+  std::array<std::string_view, 8> n{};
+  for (std::size_t i = 0; i < n.size(); ++i) n[i] = kPerfSwEvents[i].first;
+  return n;
+}
+
+// The value of `key=` in a key=value line.
+std::uint64_t fieldOf(const std::string& text, const std::string& key, const std::string& what) {
+  const std::string k = " " + key + "=";
+  std::size_t at = (" " + text).find(k);
+  if (at == std::string::npos) fail(fmt::format("{}: no {}= in \"{}\"", what, key, text));
+  const char* p = text.c_str() + at + key.size() + 1;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(p, &end, 10);
+  if (end == p || errno != 0) fail(fmt::format("{}: {}= is not a count in \"{}\"", what, key, text));
+  return v;
+}
+
+// A CPU-time clock in ns: of a process (every thread, the ended ones
+// included; behind by what a running thread ran since the scheduler's last
+// tick), or of a thread of ours (exact: what a check against a perf
+// task-clock needs; the kernel gives no other process's thread clock).
+class CpuClock {
+ public:
+  explicit CpuClock(pid_t pid) : what_(fmt::format("process {}", pid)) {
+    if (int e = ::clock_getcpuclockid(pid, &id_); e != 0)
+      fail(fmt::format("clock_getcpuclockid({}): {}", pid, errnoText(e)));
+  }
+  explicit CpuClock(std::thread& t) : what_("the busy thread") {
+    if (int e = ::pthread_getcpuclockid(t.native_handle(), &id_); e != 0)
+      fail(fmt::format("pthread_getcpuclockid: {}", errnoText(e)));
+  }
+  std::uint64_t ns() const {
+    timespec ts{};
+    if (::clock_gettime(id_, &ts) != 0) fail(fmt::format("CPU time of {}: {}", what_, errnoText(errno)));
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+  }
+
+ private:
+  std::string what_;
+  clockid_t id_{};
+};
+
+// A thread of ours that spins until destroyed: a target whose CPU time runs.
+class BusyThread {
+ public:
+  BusyThread()
+      : thread_([this] {
+          tid_.store(static_cast<pid_t>(::syscall(SYS_gettid)));
+          tid_.notify_all();
+          while (!stop_.load(std::memory_order_relaxed)) {
+          }
+        }) {
+    tid_.wait(0);
+  }
+  ~BusyThread() {
+    stop_.store(true);
+    thread_.join();
+  }
+  pid_t tid() const { return tid_.load(); }
+  std::thread& thread() { return thread_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<pid_t> tid_{0};
+  std::thread thread_;
+};
+
+// One window of counting: the busy thread's CPU time, the wall time and the
+// daemon's CPU time from just before `start` to just after `stop`.
+struct Window {
+  double cpu_ns = 0, wall_ns = 0, daemon_ns = 0;
+};
+
+Window countFor(const std::string& session, const CpuClock& busy, const CpuClock& daemon, std::uint64_t cpu_ns) {
+  const int ctl = openOrFail(session + "/ctl", O_WRONLY);
+  const std::uint64_t c0 = busy.ns(), d0 = daemon.ns(), w0 = nowNs();
+  writeFd(ctl, "start\n", session + "/ctl");
+  while (busy.ns() - c0 < cpu_ns) {
+    if (nowNs() - w0 > 30'000'000'000u)
+      fail(fmt::format("{}: the busy thread got {} ms of CPU in 30 s", session, (busy.ns() - c0) / 1'000'000));
+    sleepMs(5);
+  }
+  writeFd(ctl, "stop\n", session + "/ctl");
+  const std::uint64_t c1 = busy.ns(), d1 = daemon.ns(), w1 = nowNs();
+  ::close(ctl);
+  return {static_cast<double>(c1 - c0), static_cast<double>(w1 - w0), static_cast<double>(d1 - d0)};
+}
+
+// Set switching on one daemon: a session with two sets of 8 PMDs, each with
+// `switch time` one tick, and one with one set alone (no switching: the
+// engine's ticks only), loaded in turn on a busy thread for kSwitchRounds
+// windows each of `cpu_ns` / kSwitchRounds of its CPU time, so that the
+// daemon's CPU time per switch can be told from its CPU time per tick on a
+// machine whose load drifts.
+constexpr int kSwitchRounds = 4;
+
+struct SwitchFigures {
+  std::uint64_t runs0 = 0, runs1 = 0, switches = 0;  // summed over the windows
+  Window multiplexed, lone;
+  double perCpuSecond() const { return static_cast<double>(switches) * 1e9 / multiplexed.cpu_ns; }
+  double daemonPerSwitch() const { return multiplexed.daemon_ns / static_cast<double>(switches); }
+  // The daemon's CPU time per wall second while one set counts (ticks, no switches).
+  double lonePerSecond() const { return lone.daemon_ns * 1e9 / lone.wall_ns; }
+  double marginalPerSwitch() const {
+    return (multiplexed.daemon_ns - lonePerSecond() * multiplexed.wall_ns / 1e9) / static_cast<double>(switches);
+  }
+};
+
+void addTo(Window& sum, const Window& w) {
+  sum.cpu_ns += w.cpu_ns;
+  sum.wall_ns += w.wall_ns;
+  sum.daemon_ns += w.daemon_ns;
+}
+
+// runs= and duration_ns= of a set.
+std::pair<std::uint64_t, std::uint64_t> setInfo(const std::string& session, int set) {
+  const std::string path = fmt::format("{}/sets/{}/info", session, set);
+  const std::string info = readFile(path);
+  return {fieldOf(info, "runs", path), fieldOf(info, "duration_ns", path)};
+}
+
+template <class Events>
+SwitchFigures measureSwitching(const std::string& mount, pid_t daemon_pid, BusyThread& busy_thread,
+                               const Events& events, std::uint64_t cpu_ns) {
+  const pid_t busy_pid = busy_thread.tid();
+  const CpuClock busy(busy_thread.thread()), daemon(daemon_pid);
+  const std::uint64_t window_ns = cpu_ns / kSwitchRounds;
+  SwitchFigures f;
+  const std::string sw = mount + "/sessions/switching", lone = mount + "/sessions/lone";
+  mkdirOrFail(sw);
+  mkdirOrFail(sw + "/sets/1");
+  for (const char* set : {"0", "1"}) {
+    programSet(fmt::format("{}/sets/{}", sw, set), events);
+    writeFile(fmt::format("{}/sets/{}/switch", sw, set), fmt::format("time {}\n", kSwitchNs));
+  }
+  mkdirOrFail(lone);
+  programSet(lone + "/sets/0", events);
+  const std::string load = fmt::format("load {} set=0\n", busy_pid);
+  for (int round = 0; round < kSwitchRounds; ++round) {
+    writeFile(sw + "/ctl", load);
+    const auto [runs0, dur0] = setInfo(sw, 0);
+    const auto [runs1, dur1] = setInfo(sw, 1);
+    const Window w = countFor(sw, busy, daemon, window_ns);
+    const auto [runs0_end, dur0_end] = setInfo(sw, 0);
+    const auto [runs1_end, dur1_end] = setInfo(sw, 1);
+    writeFile(sw + "/ctl", "unload\n");
+    const std::uint64_t r0 = runs0_end - runs0, r1 = runs1_end - runs1, switches = r0 + r1 - 1;
+    const double duration = static_cast<double>(dur0_end - dur0 + dur1_end - dur1);
+    // Round robin from set 0; no set switches before its tick of target
+    // time (the target's time is its CPU time, which the window brackets);
+    // both sets' durations add up to the counting time. perf's task-clock
+    // runs a little ahead of the kernel's thread CPU clock (it counts the
+    // interrupt and steal time that the scheduler's clock leaves out: 0.5% on
+    // a VM), so the bounds allow 2% more.
+    const double cpu = w.cpu_ns, ideal = cpu / static_cast<double>(kSwitchNs);
+    if (r0 == 0 || r1 > r0 || r0 > r1 + 1)
+      fail(fmt::format("{}, window {}: runs {} and {}: not round robin from set 0", sw, round + 1, r0, r1));
+    if (static_cast<double>(switches) > 1.02 * ideal + 2 || static_cast<double>(switches) < ideal / 10)
+      fail(fmt::format("{}, window {}: {} switches in {:.1f} ms of target CPU time, switching every {} ns", sw,
+                       round + 1, switches, cpu / 1e6, kSwitchNs));
+    if (duration > 1.02 * cpu + 2.0 * kSwitchNs || duration < cpu / 2)
+      fail(fmt::format("{}, window {}: the sets' duration_ns add up to {:.1f} ms, the target ran {:.1f} ms", sw,
+                       round + 1, duration / 1e6, cpu / 1e6));
+    f.runs0 += r0;
+    f.runs1 += r1;
+    f.switches += switches;
+    addTo(f.multiplexed, w);
+
+    writeFile(lone + "/ctl", load);
+    const std::uint64_t lone_runs = setInfo(lone, 0).first;
+    addTo(f.lone, countFor(lone, busy, daemon, window_ns));
+    if (setInfo(lone, 0).first != lone_runs + 1)
+      fail(fmt::format("{}, window {}: a lone set ran more than once", lone, round + 1));
+    writeFile(lone + "/ctl", "unload\n");
+  }
+  for (const std::string& dir : {sw, lone})
+    if (::rmdir(dir.c_str()) != 0) fail(fmt::format("rmdir {}: {}", dir, errnoText(errno)));
+  return f;
+}
+
+void printSwitching(const std::optional<SwitchFigures>& perf, const SwitchFigures& sim, int cpu_ms,
+                    const std::string& perf_why, const std::optional<Stats>& direct, const std::string& direct_why) {
+  fmt::print("\nset switching: 2 sets x {} PMDs, switch time {} ns (the tick), on a busy thread for {} ms of its "
+             "CPU time in {} windows, each followed by one as long with 1 set (no switching)\n",
+             kEightPmds, kSwitchNs, cpu_ms, kSwitchRounds);
+  fmt::print("{:<20} {:>9} {:>11} {:>12} {:>18} {:>20} {:>18}\n", "backend", "switches", "runs 0/1", "per CPU s",
+             "daemon ns/switch", "daemon ns/s, 1 set", "marginal ns/switch");
+  auto line = [](const char* name, const SwitchFigures& f) {
+    fmt::print("{:<20} {:>9} {:>11} {:>12.0f} {:>18.0f} {:>20.0f} {:>18.0f}\n", name, f.switches,
+               fmt::format("{}/{}", f.runs0, f.runs1), f.perCpuSecond(), f.daemonPerSwitch(), f.lonePerSecond(),
+               f.marginalPerSwitch());
+  };
+  if (perf) {
+    line("perf (perf-sw)", *perf);
+  } else {
+    fmt::print("{:<20} n/a ({})\n", "perf (perf-sw)", perf_why);
+  }
+  line("sim (real clock)", sim);
+  if (perf)
+    fmt::print("{:<20} {:>9} {:>11} {:>12.3f} {:>18.3f} {:>20.3f} {:>18.3f}\n", "ratio perf/sim", "-", "-",
+               perf->perCpuSecond() / sim.perCpuSecond(), perf->daemonPerSwitch() / sim.daemonPerSwitch(),
+               perf->lonePerSecond() / sim.lonePerSecond(), perf->marginalPerSwitch() / sim.marginalPerSwitch());
+  fmt::print("(daemon ns/switch: the daemon's CPU time while switching over the switches, its ticks included; "
+             "marginal: less its CPU time per second with one set counting)\n");
+  if (direct) {
+    fmt::print("direct ioctl disable+enable of two 8-event groups of the busy thread: median {:.0f} ns, p99 {:.0f} ns",
+               direct->median, direct->p99);
+    if (perf) fmt::print("; perf marginal ns/switch / that median: {:.3f}", perf->marginalPerSwitch() / direct->median);
+    fmt::print("\n");
+  } else {
+    fmt::print("direct ioctl disable+enable of two 8-event groups: n/a ({})\n", direct_why);
+  }
+}
+
+// Measures each op in turn, in ten blocks, as measurePair does for two.
+std::vector<Stats> measureAll(const Sizes& z, int iterations, const std::vector<std::function<void()>>& ops) {
+  std::vector<std::uint64_t> warm;
+  std::vector<std::vector<std::uint64_t>> samples(ops.size());
+  for (auto op : ops) timeInto(warm, z.warmup, op);
+  constexpr int kBlocks = 10;
+  for (int block = 0; block < kBlocks; ++block)
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      auto op = ops[i];
+      timeInto(samples[i], iterations / kBlocks, op);
+    }
+  std::vector<Stats> out;
+  for (auto& s : samples) out.push_back(summarize(std::move(s)));
+  return out;
+}
+
 // A request that never gets its reply would hang the bench in a system call
 // that signals cannot interrupt; killing the daemons aborts the connection.
 constexpr int kWatchdogSeconds = 300;
@@ -523,7 +927,7 @@ int main(int argc, char* argv[]) {
   Sizes z;
   if (argc == 4) {
     if (std::string_view(argv[3]) != "--quick") return usage(argv[0]);
-    z = Sizes{100, 2000, 1000, 200, 100, 1000};
+    z = Sizes{100, 2000, 1000, 200, 100, 1000, 200};
   }
   if (::access("/dev/fuse", R_OK | W_OK) != 0) {
     fmt::print("fs_bench: SKIP: /dev/fuse: {}\n", errnoText(errno));
@@ -555,11 +959,37 @@ int main(int argc, char* argv[]) {
   const pid_t daemon_pid = spawn({pfmfsd_path, "-f", "--pmu=sim", "--sim-clock=manual",
                                   fmt::format("--max-sessions-per-user={}", z.sessions_many + 100), mount_dir},
                                  mount_dir, tmp + "/pfmfsd.log");
-  waitMounted(floor_pid, floor_dir + "/value", "floor_fs");
-  waitMounted(daemon_pid, mount_dir + "/version", "pfmfsd");
-  expectPrefix(readFile(mount_dir + "/version"), "pfmfs ", mount_dir + "/version");
+  // The perf backend's daemon where this machine lets us open perf events
+  // (the direct baselines, opened below on the same thread, say why not),
+  // and a sim one like it: real clock, 8 general counters as perf-sw has.
+  const std::string perf_dir = tmp + "/perf", simr_dir = tmp + "/simr";
+  mkdirOrFail(simr_dir);
+  const pid_t simr_pid = spawn({pfmfsd_path, "-f", "--pmu=sim", "--sim-counters=8", simr_dir}, simr_dir,
+                               tmp + "/pfmfsd-simr.log");
   const pid_t target = spawn({}, "", "");
   const pid_t ovfl_target = spawn({}, "", "");
+  DirectPerf direct;
+  std::string direct_why;
+  const bool have_perf = openDirect(target, direct, direct_why);
+  pid_t perf_pid = 0;
+  if (have_perf) {
+    mkdirOrFail(perf_dir);
+    perf_pid = spawn({pfmfsd_path, "-f", "--pmu=perf", "--perf-model=sw", perf_dir}, perf_dir,
+                     tmp + "/pfmfsd-perf.log");
+  } else {
+    fmt::print("fs_bench: perf backend n/a: {}\n", direct_why);
+  }
+  waitMounted(floor_pid, floor_dir + "/value", "floor_fs");
+  waitMounted(daemon_pid, mount_dir + "/version", "pfmfsd");
+  waitMounted(simr_pid, simr_dir + "/version", "pfmfsd --pmu=sim");
+  expectPrefix(readFile(mount_dir + "/version"), "pfmfs ", mount_dir + "/version");
+  expectPrefix(readFile(simr_dir + "/pmu/info"),
+               "backend=sim model=intel-arch-v2 pmcs=0x100ff pmds=0x700ff counters=8 ", simr_dir + "/pmu/info");
+  if (have_perf) {
+    waitMounted(perf_pid, perf_dir + "/version", "pfmfsd --pmu=perf");
+    expectPrefix(readFile(perf_dir + "/pmu/info"), "backend=perf model=perf-sw pmcs=0xff pmds=0xff counters=8 ",
+                 perf_dir + "/pmu/info");
+  }
 
   fmt::print("fs_bench: {} against {}, {} iterations per figure after {} of warm-up\n", pfmfsd_path, floor_path,
              z.iterations, z.warmup);
@@ -638,6 +1068,89 @@ int main(int argc, char* argv[]) {
     expectBytes(buf, n, counts, bench_dir + "/counts");
   });
   ::close(counts_fd);
+
+  // ---- the perf backend against sim, a direct perf_event read() and the floor ----
+  // The same session on both daemons: PMDs 0..7 of set 0, loaded on the
+  // sleeping target and started (its counts stand still).
+  auto readSession = [&](const std::string& mount, const auto& events) {
+    const std::string dir = mount + "/sessions/read";
+    mkdirOrFail(dir);
+    programSet(dir + "/sets/0", events);
+    writeFile(dir + "/ctl", fmt::format("load {}\n", target));
+    writeFile(dir + "/ctl", "start\n");
+    expectPrefix(readFile(dir + "/state"), fmt::format("state=active mode=thread target={} set=0 ", target),
+                 dir + "/state");
+    return dir;
+  };
+  std::optional<Stats> perf_pmd, perf_counts, direct_single, direct_group;
+  Stats simr_pmd, simr_counts, floor_pmd_phase, floor_counts_phase;
+  {
+    const std::string simr_read = readSession(simr_dir, kSimEvents);
+    const std::string simr_pmd0 = simr_read + "/sets/0/pmd0", simr_counts_path = simr_read + "/counts";
+    const int simr_pmd_fd = openOrFail(simr_pmd0, O_RDONLY);
+    const int simr_counts_fd = openOrFail(simr_counts_path, O_RDONLY);
+    expectEightCounts(preadAll(simr_counts_fd, simr_counts_path), simr_counts_path);
+    std::string perf_read, perf_pmd0, perf_counts_path;
+    int perf_pmd_fd = -1, perf_counts_fd = -1;
+    if (have_perf) {
+      perf_read = readSession(perf_dir, perfSwNames());
+      perf_pmd0 = perf_read + "/sets/0/pmd0";
+      perf_counts_path = perf_read + "/counts";
+      perf_pmd_fd = openOrFail(perf_pmd0, O_RDONLY);
+      perf_counts_fd = openOrFail(perf_counts_path, O_RDONLY);
+      expectEightCounts(preadAll(perf_counts_fd, perf_counts_path), perf_counts_path);
+    }
+    std::uint64_t last_perf = 0, last_simr = 0, last_direct = 0;
+    auto floorOnce = [&] {
+      ssize_t n = ::pread(floor_fd, buf, sizeof buf, 0);
+      expectBytes(buf, n, kFloorText, floor_value);
+    };
+    // pmd0 on both daemons, a read() of a task-clock, the floor.
+    std::vector<std::function<void()>> ops{
+        [&] { expectCount(buf, ::pread(simr_pmd_fd, buf, sizeof buf, 0), last_simr, simr_pmd0); }, floorOnce};
+    if (have_perf) {
+      ops.push_back([&] { expectCount(buf, ::pread(perf_pmd_fd, buf, sizeof buf, 0), last_perf, perf_pmd0); });
+      ops.push_back([&] {
+        std::uint64_t v = 0;
+        if (::read(direct.single, &v, sizeof v) != sizeof v)
+          fail(fmt::format("read() task-clock: {}", errnoText(errno)));
+        if (v < last_direct) fail(fmt::format("read() task-clock: {} after {}", v, last_direct));
+        last_direct = v;
+      });
+    }
+    std::vector<Stats> st = measureAll(z, z.iterations, ops);
+    simr_pmd = st[0];
+    floor_pmd_phase = st[1];
+    if (have_perf) {
+      perf_pmd = st[2];
+      direct_single = st[3];
+    }
+    // counts (8 lines) on both daemons, a group read() of the 8 events, the floor.
+    ops = {[&] { expectEightCountsQuick(buf, ::pread(simr_counts_fd, buf, sizeof buf, 0), simr_counts_path); },
+           floorOnce};
+    if (have_perf) {
+      ops.push_back(
+          [&] { expectEightCountsQuick(buf, ::pread(perf_counts_fd, buf, sizeof buf, 0), perf_counts_path); });
+      ops.push_back([&] {
+        std::uint64_t group[kGroupBytes / sizeof(std::uint64_t)];
+        const ssize_t n = ::read(direct.group.front(), group, sizeof group);
+        if (n != static_cast<ssize_t>(kGroupBytes) || group[0] != kEightPmds)
+          fail(fmt::format("group read() of {} events: {}", kEightPmds,
+                           n < 0 ? errnoText(errno) : fmt::format("{} bytes, nr={}", n, group[0])));
+      });
+    }
+    st = measureAll(z, z.iterations, ops);
+    simr_counts = st[0];
+    floor_counts_phase = st[1];
+    if (have_perf) {
+      perf_counts = st[2];
+      direct_group = st[3];
+    }
+    for (int fd : {simr_pmd_fd, simr_counts_fd, perf_pmd_fd, perf_counts_fd})
+      if (fd >= 0) ::close(fd);
+    for (const std::string& dir : {simr_read, perf_read})
+      if (!dir.empty() && ::rmdir(dir.c_str()) != 0) fail(fmt::format("rmdir {}: {}", dir, errnoText(errno)));
+  }
 
   // ctl stop+start: two writes, against two writes to the floor.
   const int ctl_fd = openOrFail(bench_dir + "/ctl", O_WRONLY);
@@ -746,6 +1259,20 @@ int main(int argc, char* argv[]) {
   ::close(ctl_fd);
   ::close(floor_fd);
 
+  // ---- set switching on a busy thread: perf, then sim ----
+  const std::uint64_t switch_cpu_ns = static_cast<std::uint64_t>(z.switch_cpu_ms) * 1'000'000u;
+  std::optional<SwitchFigures> perf_switch;
+  std::optional<SwitchFigures> simr_switch_or;
+  std::optional<Stats> direct_switch;
+  std::string direct_switch_why = direct_why;
+  {
+    BusyThread busy;
+    if (have_perf) direct_switch = directSwitch(z, busy.tid(), direct_switch_why);
+    if (have_perf) perf_switch = measureSwitching(perf_dir, perf_pid, busy, perfSwNames(), switch_cpu_ns);
+    simr_switch_or = measureSwitching(simr_dir, simr_pid, busy, kSimEvents, switch_cpu_ns);
+  }
+  const SwitchFigures simr_switch = *simr_switch_or;
+
   // ---- the report ----
   const std::string floor_pread_name = "floor pread, open fd";
   rows.push_back(baselineRow(floor_pread_name, floor_pread));
@@ -771,6 +1298,20 @@ int main(int argc, char* argv[]) {
                      "pmd pread / floor pread", std::nullopt, 1.1,
                      fmt::format("{:.2f} -> {:.2f} of the floor", to_floor_1, to_floor_many),
                      to_floor_many / to_floor_1});
+  rows.push_back(baselineRow("direct read() task-clock, target", direct_single, have_perf ? "" : direct_why));
+  rows.push_back(baselineRow("direct group read(), 8 events", direct_group, have_perf ? "" : direct_why));
+  // The perf rows, each block timed in one interleaved run with its floor.
+  rows.push_back(baselineRow("floor pread, pmd block", floor_pmd_phase));
+  rows.push_back(ratioRow("sim pmd pread (real clock)", simr_pmd, "floor pread, pmd block", floor_pmd_phase));
+  rows.push_back(ratioRow("perf pmd pread", perf_pmd, "sim pmd pread (real clock)", simr_pmd));
+  rows.push_back(ratioRow("perf pmd pread", perf_pmd, "floor pread, pmd block", floor_pmd_phase));
+  rows.push_back(ratioRow("perf pmd pread", perf_pmd, "direct read() task-clock", direct_single));
+  rows.push_back(baselineRow("floor pread, counts block", floor_counts_phase));
+  rows.push_back(
+      ratioRow("sim counts read, 8 PMDs (real clock)", simr_counts, "floor pread, counts block", floor_counts_phase));
+  rows.push_back(ratioRow("perf counts read, 8 PMDs", perf_counts, "sim counts read (real clock)", simr_counts));
+  rows.push_back(ratioRow("perf counts read, 8 PMDs", perf_counts, "floor pread, counts block", floor_counts_phase));
+  rows.push_back(ratioRow("perf counts read, 8 PMDs", perf_counts, "direct group read()", direct_group));
   rows.push_back(baselineRow("mkdir sessions/NAME", mkdir_stats));
   rows.push_back(baselineRow("rmdir sessions/NAME (idle)", rmdir_stats));
   printTable(rows);
@@ -780,8 +1321,13 @@ int main(int argc, char* argv[]) {
   fmt::print("\n{:<40} {:>10.0f} bytes  (VmRSS {} kB -> {} kB over {} idle sessions)  goal <= {:.0f}  {}\n",
              "daemon memory per idle session", per_session, rss_before, rss_after, idle, kSessionGoal,
              per_session <= kSessionGoal ? "met" : "missed");
+
+  printSwitching(perf_switch, simr_switch, z.switch_cpu_ms, have_perf ? "" : direct_why, direct_switch,
+                 direct_switch_why);
   std::fflush(stdout);
 
+  if (have_perf) stopDaemon(perf_pid, "pfmfsd --pmu=perf");
+  stopDaemon(simr_pid, "pfmfsd --pmu=sim");
   stopDaemon(daemon_pid, "pfmfsd");
   stopDaemon(floor_pid, "floor_fs");
   cleanupAll();
