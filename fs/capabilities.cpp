@@ -12,9 +12,9 @@
 namespace pfmfs::fs {
 
 std::vector<int> capabilitiesNeeded(const std::string& backend) {
-  // The sim backend reads only world-readable /proc files. Unmounting is done
-  // by fusermount3's auto_unmount helper, not by us, so not even
-  // CAP_SYS_ADMIN stays.
+  // The sim backend reads only world-readable /proc files: nothing stays
+  // effective. (pfmfsd keeps CAP_SYS_ADMIN dormant for every backend, to
+  // unmount at exit: that is dropCapabilities' `dormant`, not this list.)
   if (backend == "sim") return {};
   // perf: CAP_PERFMON lifts perf_event_paranoid for the daemon (system-wide
   // events, kernel-level counting, and any counting at all where paranoid is

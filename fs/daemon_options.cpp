@@ -253,6 +253,9 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
         if (i + 1 >= argc || !argv[i + 1]) return err(EINVAL, "--{} needs a value ({})", lo->name, lo->value_name);
         value = argv[++i];
       }
+      if (lo->opt == Opt::SimClock || lo->opt == Opt::SimWidth || lo->opt == Opt::SimCounters ||
+          lo->opt == Opt::SimEvents)
+        o.sim_options = true;
       Status st = applyLong(o, *lo, value);
       if (!st) return st.error();
       continue;
@@ -285,6 +288,8 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
     }
   }
 
+  if (o.sim_options && o.pmu == PmuChoice::Perf)
+    return err(EINVAL, "--sim-clock, --sim-width, --sim-counters and --sim-events shape the simulator: not with --pmu=perf");
   if (mountpoint) {
     if (mountpoint->empty()) return err(EINVAL, "the mount point is an empty string");
     auto abs = absolutePath(*mountpoint);

@@ -27,6 +27,7 @@ struct DaemonOptions {
   PerfModelChoice perf_model = PerfModelChoice::Auto;  // --perf-model=auto|sw|x86
   pmu::sim::SimOptions sim;               // --sim-clock, --sim-width, --sim-counters
   std::string sim_events_path;            // --sim-events=FILE (read by the daemon, not here)
+  bool sim_options = false;               // a --sim-* option was given: --pmu=auto means the sim
   session::EngineOptions engine;          // --tick, --max-sessions-per-user, --max-sets, --max-messages
   bool allow_kernel = false;              // --allow-kernel
   std::optional<gid_t> system_group;      // --system-group=GROUP (name or number)

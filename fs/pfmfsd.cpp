@@ -105,14 +105,16 @@ Result<std::unique_ptr<pmu::Backend>> makePerf(const DaemonOptions& o) {
   return std::unique_ptr<pmu::Backend>(std::move(*perf));
 }
 
-// --pmu=auto: x86 once it exists, then perf where perf_event_open works, then
-// the sim. The choice is logged and pmu/info says it.
+// --pmu=auto: the sim when a --sim-* option shapes it; otherwise x86 once it
+// exists, then perf where perf_event_open works, then the sim. The choice is
+// logged and pmu/info says it.
 Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
   switch (o.pmu) {
     case PmuChoice::Sim: return makeSim(o);
     case PmuChoice::Perf: return makePerf(o);
     case PmuChoice::Auto: break;
   }
+  if (o.sim_options) return makeSim(o);  // asking to shape the sim is asking for it
   if (Status usable = pmu::perf::perfUsable(); usable) return makePerf(o);
   else log(LogLevel::Info, "not using perf: {}", usable.error().reason);
   return makeSim(o);

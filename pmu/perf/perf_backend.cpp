@@ -113,6 +113,7 @@ class PerfTarget final : public TargetPmu {
         if (Status s = setPeriod(c.fd.get(), dist); !s) return s;
         c.period = dist;
         c.phase_at = c.ref;
+        c.phase_known = true;
       }
     }
     current_ = &g;
@@ -149,6 +150,7 @@ class PerfTarget final : public TargetPmu {
     (void)setPeriod(c->fd.get(), left);
     c->period = left;
     c->phase_at = c->count;
+    c->phase_known = true;
     dropPending(c->id);
     if (enabled_) (void)enableEvent(leader, false);
   }
@@ -212,9 +214,21 @@ class PerfTarget final : public TargetPmu {
       pending_.pop_front();
       Counter* c = counterById(r.id);
       if (!c) continue;  // an event of a set that is not loaded, or closed since
-      // The kernel raised it where its period ended, and re-armed there.
-      c->ovfl_at = c->phase_at + c->period;
-      c->phase_at = c->ovfl_at;
+      if (r.throttled) {
+        // Overflows during the throttle went unreported: where the kernel's
+        // period now ends is unknown until the next reload restarts it.
+        c->phase_known = false;
+        continue;
+      }
+      if (c->phase_known) {
+        // The kernel raised it where its period ended, and re-armed there.
+        c->ovfl_at = c->phase_at + c->period;
+        c->phase_at = c->ovfl_at;
+      } else {
+        // After a throttle: the best instant known is now.
+        (void)readGroup(*current_);
+        c->ovfl_at = c->phase_at = c->count;
+      }
       c->ovfl_valid = true;
       HwOverflow o;
       o.pmds = regBit(desc_.pmds[c->slot].index);
@@ -258,6 +272,7 @@ class PerfTarget final : public TargetPmu {
     std::uint64_t count = 0;    // the perf count at the last read
     std::uint64_t period = 0;   // the kernel's sample period
     std::uint64_t phase_at = 0; // the perf count where the kernel's period started
+    bool phase_known = true;    // false after a throttle, until the period is restarted
     std::uint64_t ovfl_at = 0;  // the perf count at the last overflow taken
     bool ovfl_valid = false;    // ovfl_at is the overflow a reload refers to
   };
@@ -323,6 +338,7 @@ class PerfTarget final : public TargetPmu {
   // `dist` events after c.ref. Counters far from their wrap (2^63 events and
   // more) need no agreement: neither will ever come.
   static bool inStep(const Counter& c, std::uint64_t dist) {
+    if (!c.phase_known) return false;
     if (dist == kMaxPeriod && c.period == kMaxPeriod) return true;
     return c.phase_at + c.period == c.ref + dist;
   }
@@ -378,10 +394,12 @@ class PerfTarget final : public TargetPmu {
 }  // namespace
 
 Status perfUsable() {
+  // What every thread target needs: its task-clock anchor (see attach).
   perf_event_attr a{};
   a.type = PERF_TYPE_SOFTWARE;
   a.config = PERF_COUNT_SW_TASK_CLOCK;
   a.disabled = 1;
+  a.exclude_kernel = 1;
   a.exclude_hv = 1;
   auto fd = openEvent(a, 0, -1, -1);
   if (!fd) return err(-fd.code(), "perf events cannot be opened here: {}{}", fd.error().reason, paranoidHint());
@@ -435,7 +453,11 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
     auto ids = threadIds(target.id);
     if (!ids) return err(ESRCH, "no thread {}", target.id);
     tgid = ids->tgid;
+    // task-clock counts the thread's whole CPU time whatever exclude_kernel
+    // says; asking for user level only lets a daemon without CAP_PERFMON (a
+    // plain user's, at perf_event_paranoid 2) open it.
     a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.exclude_kernel = 1;
     pid = target.id;
   } else {
     if (!cpuOnline(target.id)) return err(EINVAL, "cpu {} is not online", target.id);

@@ -180,6 +180,11 @@ void RingBuffer::take(std::vector<OverflowRecord>& out) {
       r.id = u64At(0);
       r.lost = u64At(8);
       out.push_back(r);
+    } else if (h.type == PERF_RECORD_THROTTLE && h.size >= sizeof h + 16) {
+      OverflowRecord r;  // time, id, stream_id
+      r.id = u64At(8);
+      r.throttled = true;
+      out.push_back(r);
     }
     tail += h.size;
   }

@@ -69,13 +69,16 @@ Status readGroup(int leader_fd, std::size_t members, GroupReading& out);
 Result<std::uint64_t> readCount(int fd);
 
 // What one overflow record says (PERF_RECORD_SAMPLE with PERF_SAMPLE_IDENTIFIER
-// | IP | TID | CPU), or how many samples the kernel dropped (PERF_RECORD_LOST).
+// | IP | TID | CPU), how many samples the kernel dropped (PERF_RECORD_LOST), or
+// that it throttled an event (PERF_RECORD_THROTTLE: too many interrupts per
+// tick; overflows go unreported until the next tick).
 inline constexpr std::uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CPU;
 struct OverflowRecord {
   std::uint64_t id = 0;  // the event (PERF_EVENT_IOC_ID)
   std::uint64_t ip = 0;
   std::uint32_t pid = 0, tid = 0, cpu = 0;
   std::uint64_t lost = 0;  // PERF_RECORD_LOST: samples the kernel could not store; no ip
+  bool throttled = false;  // PERF_RECORD_THROTTLE: the kernel stopped reporting this event's overflows for a while
 };
 
 // The mmap'd ring buffer of one event. Other events write into it after

@@ -67,6 +67,12 @@ TEST(DaemonOptions, PerfBackend) {
   EXPECT_EQ(parseOk({"--pmu", "perf", "--perf-model=sw"}).perf_model, PerfModelChoice::Software);
   EXPECT_EQ(parseOk({"--perf-model", "x86"}).perf_model, PerfModelChoice::X86);
   EXPECT_EQ(parseOk({"--perf-model=auto"}).perf_model, PerfModelChoice::Auto);
+  // A --sim-* option says which backend auto means, and contradicts perf.
+  EXPECT_FALSE(parseOk({"--pmu=perf"}).sim_options);
+  EXPECT_TRUE(parseOk({"--sim-clock=manual"}).sim_options);
+  EXPECT_TRUE(parseOk({"--sim-width", "32"}).sim_options);
+  EXPECT_TRUE(parseOk({"--pmu=sim", "--sim-counters=2"}).sim_options);
+  EXPECT_FALSE(parseOk({"--tick=5000"}).sim_options);
 }
 
 // The command line the tests run the daemon with.
@@ -215,7 +221,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--sim-width="}, "--sim-width"}, BadRow{{"--tick="}, "--tick"},
         // Values that are no value of the option.
         BadRow{{"--pmu=perfect"}, "--pmu: 'perfect'"}, BadRow{{"--perf-model=arm"}, "--perf-model: 'arm'"},
-        BadRow{{"--perf-model"}, "--perf-model needs a value"}, BadRow{{"--pmu=SIM"}, "--pmu"}, BadRow{{"--pmu="}, "--pmu"},
+        BadRow{{"--perf-model"}, "--perf-model needs a value"},
+        BadRow{{"--pmu=perf", "--sim-clock=manual"}, "not with --pmu=perf"},
+        BadRow{{"--sim-width=32", "--pmu", "perf"}, "not with --pmu=perf"}, BadRow{{"--pmu=SIM"}, "--pmu"}, BadRow{{"--pmu="}, "--pmu"},
         BadRow{{"--sim-clock=virtual"}, "--sim-clock: 'virtual'"}, BadRow{{"--sim-clock=Manual"}, "--sim-clock"},
         BadRow{{"--allow-kernel=1"}, "--allow-kernel takes no value"}, BadRow{{"--help=yes"}, "--help"},
         BadRow{{"--version="}, "--version"},
