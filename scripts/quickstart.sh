@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Quick start, as root on a fresh Debian 12: installs what is missing, builds
-# pfmfs, mounts pfmfsd with the default backend on a temporary mount point,
-# runs the multiplexing experiment of docs/examples/multiplex.sh against it,
-# and unmounts (also when something fails). Safe to run again.
+# pfmfs, mounts pfmfsd with the default backend (--pmu=auto: perf where
+# perf_event_open works, else the sim) on a temporary mount point, says which
+# backend it got, runs the multiplexing experiment of docs/examples/multiplex.sh
+# against it, and unmounts (also when something fails). Safe to run again.
+# PFMFSD=path/to/pfmfsd uses that daemon as it is: no install, no build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +13,13 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-scripts/install-deps.sh
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build fs/pfmfsd >/dev/null
+pfmfsd=${PFMFSD:-}
+if [ -z "$pfmfsd" ]; then
+  scripts/install-deps.sh
+  [ -f build/build.ninja ] || meson setup build >/dev/null
+  ninja -C build fs/pfmfsd >/dev/null
+  pfmfsd=build/fs/pfmfsd
+fi
 
 if [ ! -e /dev/fuse ]; then
   modprobe fuse 2>/dev/null || true
@@ -43,7 +49,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-build/fs/pfmfsd -f -o allow_other "$mnt" 2>"$workdir/pfmfsd.log" &
+"$pfmfsd" -f -o allow_other "$mnt" 2>"$workdir/pfmfsd.log" &
 daemon=$!
 for _ in $(seq 200); do
   [ -e "$mnt/version" ] && break
@@ -60,14 +66,46 @@ if [ ! -e "$mnt/version" ]; then
   exit 1
 fi
 
-echo "pfmfsd mounted on $mnt:"
+# pmu/info: backend=B model=M ...
+info=$(cat "$mnt/pmu/info")
+backend=${info%% *}
+backend=${backend#backend=}
+model=${info#* }
+model=${model%% *}
+model=${model#model=}
+echo "pfmfsd mounted on $mnt with the $backend backend ($model):"
 sed 's/^/  /' "$mnt/pmu/info"
+# --pmu=auto logs why it did not pick perf.
+sed -n 's/^pfmfsd: info: not using perf: /  (not perf: /p' "$workdir/pfmfsd.log" | sed 's/$/)/'
 echo
-echo "A busy loop and a sleeping process, each counted in two event sets switched"
-echo "every millisecond of its CPU time (docs/examples/multiplex.sh):"
+case $backend/$model in
+  perf/perf-sw)
+    echo "No hardware PMU here: perf's software events (docs/backends.md)."
+    echo "A busy loop and a sleeping process, each counted in two event sets switched"
+    echo "every millisecond of its CPU time: CPU time (TASK_CLOCK, ns) and page faults,"
+    echo "then CPU time and context switches (docs/examples/multiplex.sh):"
+    ;;
+  *)
+    echo "A busy loop and a sleeping process, each counted in two event sets switched"
+    echo "every millisecond of its CPU time: cycles and instructions, then LLC"
+    echo "references and branches (docs/examples/multiplex.sh):"
+    ;;
+esac
 echo
 sh docs/examples/multiplex.sh "$mnt" -t 1
 echo
-echo "The busy loop's CPU time drives its counts; the sleeper barely runs, so its"
-echo "sets have (almost) no running time and no estimate (scaled=-)."
-echo "Next: docs/tutorial.md walks through the files; docs/pfmfs.5.md is the reference."
+case $backend in
+  sim)
+    echo "The sim counts at fixed rates per ns of the target's CPU time: the busy loop's"
+    echo "CPU time drives its counts."
+    ;;
+  *)
+    echo "Each set counted about half of the busy loop's CPU time (running_ns); scaled"
+    echo "= raw_count x enabled_ns / running_ns estimates the whole time. TASK_CLOCK,"
+    echo "counted in both sets, is the running time itself, so both estimate enabled_ns."
+    ;;
+esac
+echo "The sleeper barely runs, so its sets have (almost) no running time and no"
+echo "estimate (scaled=-)."
+echo "Next: docs/tutorial.md walks through the files; docs/pfmfs.5.md is the reference;"
+echo "docs/backends.md says what each backend counts."

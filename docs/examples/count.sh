@@ -1,15 +1,19 @@
 #!/bin/sh
 # count.sh: count the cycles and instructions (or other events) of a command
-# or of a running thread through a pfmfs mount. POSIX sh and coreutils only.
+# or of a running thread through a pfmfs mount, whatever its backend: the
+# default events are the mount's (pmu/info): cycles and instructions on the
+# sim and perf-x86, CPU time (TASK_CLOCK) and page faults on perf-sw, perf's
+# software events. POSIX sh and coreutils only.
 # Usage: count.sh [MOUNT] [-e EVENT,...] [-p TID [-t SECONDS]] [COMMAND [ARG...]]
 # With COMMAND, the exit status is COMMAND's, as with time(1).
 set -eu
 
 usage() {
   echo "usage: count.sh [MOUNT] [-e EVENT,...] [-p TID [-t SECONDS]] [COMMAND [ARG...]]" >&2
-  echo "  counts EVENTs (default UNHALTED_CORE_CYCLES,INSTRUCTION_RETIRED, at most one per" >&2
-  echo "  general counter) of COMMAND from its start to its exit, or of thread TID for" >&2
-  echo "  SECONDS (default 1; under --sim-clock=manual the virtual clock is advanced instead)" >&2
+  echo "  counts EVENTs (default UNHALTED_CORE_CYCLES,INSTRUCTION_RETIRED; TASK_CLOCK,PAGE_FAULTS" >&2
+  echo "  on perf-sw; at most one per general counter) of COMMAND from its start to its exit," >&2
+  echo "  or of thread TID for SECONDS (default 1; under --sim-clock=manual the virtual clock" >&2
+  echo "  is advanced instead)" >&2
   exit 2
 }
 
@@ -18,7 +22,7 @@ case ${1-} in
   ''|-*) ;;
   *) mount=$1; shift ;;
 esac
-events=UNHALTED_CORE_CYCLES,INSTRUCTION_RETIRED
+events=
 tid=
 seconds=1
 while [ $# -gt 0 ]; do
@@ -35,6 +39,21 @@ done
 if [ -z "$tid" ] && [ $# -eq 0 ]; then usage; fi
 case $seconds in ''|*[!0-9]*) echo "count.sh: -t takes whole seconds" >&2; exit 2 ;; esac
 [ -f "$mount/version" ] || { echo "count.sh: no pfmfs mount at $mount" >&2; exit 1; }
+
+# pmu/info: backend=B model=M pmcs=... counters=N ...
+info=$(cat "$mount/pmu/info")
+backend=${info%% *}
+model=${info#* }
+model=${model%% *}
+counters=${info#*counters=}
+counters=${counters%% *}
+if [ -e "$mount/pmu/sim/advance" ]; then clock=manual; else clock=real; fi
+if [ -z "$events" ]; then
+  case $model in
+    model=perf-sw) events=TASK_CLOCK,PAGE_FAULTS ;;   # no hardware PMU: perf's software events
+    *) events=UNHALTED_CORE_CYCLES,INSTRUCTION_RETIRED ;;
+  esac
+fi
 
 session=$mount/sessions/count-$$
 status=0
@@ -61,9 +80,6 @@ put() {
 mkdir "$session"
 
 # One event per general counter, pmc0, pmc1, ...
-counters=$(cat "$mount/pmu/info")
-counters=${counters#*counters=}
-counters=${counters%% *}
 n=0
 names=
 old_ifs=$IFS
@@ -84,7 +100,7 @@ IFS=$old_ifs
 if [ -n "$tid" ]; then
   put "load $tid" "$session/ctl"
   put start "$session/ctl"
-  if [ -e "$mount/pmu/sim/advance" ]; then
+  if [ $clock = manual ]; then
     put "${seconds}000000000" "$mount/pmu/sim/advance"   # virtual time: exact counts
   else
     sleep "$seconds"
@@ -116,6 +132,7 @@ else
   what="$* (exit status $status)"
 fi
 
+echo "$backend $model clock=$clock"
 echo "counted: $what"
 printf '%-30s %20s %14s\n' event count running_ns
 # counts: set=0 pmd=K value=V enabled_ns=E running_ns=R scaled=S

@@ -2,7 +2,12 @@
 # multiplex.sh: the quick-start experiment. Monitors a busy loop and a sleeping
 # process, each in its own session with two event sets multiplexed on time,
 # and prints every counter with its running and enabled time and the scaled
-# estimate. POSIX sh and coreutils only.
+# estimate. It runs on the mount's backend (pmu/info) and says which: on the
+# sim and perf-x86 set 0 counts cycles and instructions, set 1 LLC references
+# and branches; on perf-sw (perf's software events, no hardware PMU) both sets
+# count the CPU time (TASK_CLOCK), set 0 with the page faults, set 1 with the
+# context switches (kernel level: root or pfmfsd --allow-kernel; minor faults
+# otherwise). POSIX sh and coreutils only.
 # Usage: multiplex.sh [MOUNT] [-t SECONDS] [-s SWITCH_NS] [-phases]
 set -eu
 
@@ -11,7 +16,7 @@ usage() {
   echo "  -t  how long to count (default 1 s; under --sim-clock=manual the virtual" >&2
   echo "      clock is advanced by that much instead of waiting)" >&2
   echo "  -s  time each set runs before the next one (default 1000000 ns)" >&2
-  echo "  -phases  set 1 counts SIM_PHASE_A,SIM_PHASE_B (sim backend) instead of" >&2
+  echo "  -phases  set 1 counts SIM_PHASE_A,SIM_PHASE_B (sim backend only) instead of" >&2
   echo "      LLC_REFERENCES,BRANCH_INSTRUCTIONS_RETIRED" >&2
   exit 2
 }
@@ -23,18 +28,41 @@ case ${1-} in
 esac
 seconds=1
 switch_ns=1000000
-set1="LLC_REFERENCES BRANCH_INSTRUCTIONS_RETIRED"
+phases=
 while [ $# -gt 0 ]; do
   case $1 in
     -t) [ $# -ge 2 ] || usage; seconds=$2; shift 2 ;;
     -s) [ $# -ge 2 ] || usage; switch_ns=$2; shift 2 ;;
-    -phases) set1="SIM_PHASE_A SIM_PHASE_B"; shift ;;
+    -phases) phases=1; shift ;;
     *) usage ;;
   esac
 done
 case $seconds in ''|*[!0-9]*|0) echo "multiplex.sh: -t takes whole seconds > 0" >&2; exit 2 ;; esac
 [ -f "$mount/version" ] || { echo "multiplex.sh: no pfmfs mount at $mount" >&2; exit 1; }
-set0="UNHALTED_CORE_CYCLES INSTRUCTION_RETIRED"
+
+# pmu/info: backend=B model=M ...
+info=$(cat "$mount/pmu/info")
+backend=${info%% *}
+model=${info#* }
+model=${model%% *}
+if [ -e "$mount/pmu/sim/advance" ]; then clock=manual; else clock=real; fi
+case $model in
+  model=perf-sw)
+    set0="TASK_CLOCK PAGE_FAULTS"
+    set1="TASK_CLOCK CONTEXT_SWITCHES:u:k"   # perf counts a switch in the kernel only
+    ;;
+  *)
+    set0="UNHALTED_CORE_CYCLES INSTRUCTION_RETIRED"
+    set1="LLC_REFERENCES BRANCH_INSTRUCTIONS_RETIRED"
+    ;;
+esac
+if [ -n "$phases" ]; then
+  if [ "$backend" != backend=sim ]; then
+    echo "multiplex.sh: -phases needs the sim backend (this mount: $backend $model)" >&2
+    exit 2
+  fi
+  set1="SIM_PHASE_A SIM_PHASE_B"
+fi
 
 busy_pid=
 sleep_pid=
@@ -66,6 +94,13 @@ setup() {
   mkdir "$s/sets/1"
   n=0
   for ev in $set0; do put "$ev" "$s/sets/0/pmc$n" "$1"; n=$((n + 1)); done
+  case $set1 in
+    *CONTEXT_SWITCHES:u:k*)
+      # Kernel-level counting needs root or pfmfsd --allow-kernel: without
+      # it, count minor faults instead.
+      printf 'CONTEXT_SWITCHES:u:k\n' 2>/dev/null > "$s/sets/1/pmc1" || set1="TASK_CLOCK MINOR_FAULTS"
+      ;;
+  esac
   n=0
   for ev in $set1; do put "$ev" "$s/sets/1/pmc$n" "$1"; n=$((n + 1)); done
   put "time $switch_ns" "$s/sets/0/switch" "$1"
@@ -83,10 +118,6 @@ sleeper=mux-sleep-$$
 setup "$busy" "$busy_pid"
 setup "$sleeper" "$sleep_pid"
 
-backend=$(cat "$mount/pmu/info")
-backend=${backend%% *}
-if [ -e "$mount/pmu/sim/advance" ]; then clock=manual; else clock=real; fi
-
 put start "$mount/sessions/$busy/ctl" "$busy"
 put start "$mount/sessions/$sleeper/ctl" "$sleeper"
 if [ $clock = manual ]; then
@@ -97,7 +128,7 @@ fi
 put stop "$mount/sessions/$busy/ctl" "$busy"
 put stop "$mount/sessions/$sleeper/ctl" "$sleeper"
 
-echo "$backend clock=$clock: 2 sets switched every ${switch_ns} ns for ${seconds} s"
+echo "$backend $model clock=$clock: 2 sets switched every ${switch_ns} ns for ${seconds} s"
 fmt='%-7s %7s  %-28s %14s %12s %12s %14s\n'
 # shellcheck disable=SC2059
 printf "$fmt" process pid event raw_count enabled_ns running_ns scaled

@@ -2,16 +2,21 @@
 # overflow.sh: a sampling loop through a pfmfs mount. A counter set to -PERIOD
 # with `notify` overflows every PERIOD events; each overflow queues a message
 # and masks the session; the loop reads the message (a blocking read of
-# `messages`) and writes `restart`. POSIX sh and coreutils only.
+# `messages`) and writes `restart`. It runs on the mount's backend (pmu/info)
+# and says which: by default it samples cycles and counts instructions
+# alongside on the sim and perf-x86, and samples the CPU time (TASK_CLOCK, in
+# ns) and counts it alongside on perf-sw, perf's software events. POSIX sh and
+# coreutils only.
 # Usage: overflow.sh [MOUNT] [-n SAMPLES] [-P PERIOD] [-e EVENT] [-p TID]
 set -eu
 
 usage() {
   echo "usage: overflow.sh [MOUNT] [-n SAMPLES] [-P PERIOD] [-e EVENT] [-p TID]" >&2
   echo "  takes SAMPLES (default 10) overflow notifications, one every PERIOD (default" >&2
-  echo "  1000000) EVENTs (default UNHALTED_CORE_CYCLES) of thread TID (default: a busy" >&2
-  echo "  loop it starts; under --sim-clock=manual a sleeping process, and the script" >&2
-  echo "  advances the virtual clock 1 ms at a time until each sample arrives)" >&2
+  echo "  1000000) EVENTs (default UNHALTED_CORE_CYCLES; TASK_CLOCK, in ns, on perf-sw)" >&2
+  echo "  of thread TID (default: a busy loop it starts; under --sim-clock=manual a" >&2
+  echo "  sleeping process, and the script advances the virtual clock 1 ms at a time" >&2
+  echo "  until each sample arrives)" >&2
   exit 2
 }
 
@@ -22,7 +27,7 @@ case ${1-} in
 esac
 samples=10
 period=1000000
-event=UNHALTED_CORE_CYCLES
+event=
 tid=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -38,7 +43,19 @@ for n in "$samples" "$period"; do
 done
 if [ "$samples" -eq 0 ] || [ "$period" -eq 0 ]; then usage; fi
 [ -f "$mount/version" ] || { echo "overflow.sh: no pfmfs mount at $mount" >&2; exit 1; }
+
+# pmu/info: backend=B model=M ...
+info=$(cat "$mount/pmu/info")
+backend=${info%% *}
+model=${info#* }
+model=${model%% *}
 if [ -e "$mount/pmu/sim/advance" ]; then clock=manual; else clock=real; fi
+# The sampled event's default and the event counted alongside (pmc1), with
+# the key the summary line gives it.
+case $model in
+  model=perf-sw) [ -n "$event" ] || event=TASK_CLOCK; other=TASK_CLOCK; key=task_clock ;;
+  *) [ -n "$event" ] || event=UNHALTED_CORE_CYCLES; other=INSTRUCTION_RETIRED; key=instructions ;;
+esac
 
 session=$mount/sessions/ovfl-$$
 child=
@@ -77,13 +94,12 @@ fi
 
 mkdir "$session"
 put "$event" "$session/sets/0/pmc0"                         # the sampling counter
-put INSTRUCTION_RETIRED "$session/sets/0/pmc1"              # counted alongside
+put "$other" "$session/sets/0/pmc1"                         # counted alongside
 put "-$period long_reset=-$period notify" "$session/sets/0/pmd0"
 put "load $tid" "$session/ctl"
 put start "$session/ctl"
 
-backend=$(cat "$mount/pmu/info")
-echo "${backend%% *} clock=$clock: a notification every $period $event of thread $tid"
+echo "$backend $model clock=$clock: a notification every $period $event of thread $tid"
 
 i=0
 ended=
@@ -122,4 +138,4 @@ line=
 while read -r l; do
   case $l in "set=0 pmd=1 "*) line=$l ;; esac
 done < "$session/counts"
-echo "samples=$i period=$period instructions=$(field value "$line") enabled_ns=$(field enabled_ns "$line")"
+echo "samples=$i period=$period $key=$(field value "$line") enabled_ns=$(field enabled_ns "$line")"
