@@ -47,6 +47,9 @@ OS = 1 << 17
 PAGE_FAULTS = 0x2
 
 REPLY_TIMEOUT_S = 20.0
+# How late a set switch may come after its timeout: the engine ticks every
+# 1 ms, but its timer thread competes for the CPU like any other.
+SWITCH_LATENCY_NS = 50 * 1_000_000
 
 NO_ASLR = ['setarch', platform.machine(), '-R']  # util-linux
 
@@ -516,11 +519,13 @@ class MultiplexTest(PerfTestCase):
         self.assertIn(runs[0] - runs[1], (0, 1), info)
         self.assertEqual(last, 0 if runs[0] > runs[1] else 1, info)
         # Every run but the last lasted at least the timeout (a switch comes
-        # after the timeout, at the next tick), and not much longer.
+        # after the timeout, at the next tick), and not much longer: the
+        # daemon's timer thread may be late under load (an ASan daemon on a
+        # busy 2-cpu machine took 13 ms more per run), never by a whole run.
         for i in (0, 1):
             complete = runs[i] - (1 if i == last else 0)
             self.assertGreaterEqual(durations[i], complete * timeout, info)
-            self.assertLessEqual(durations[i], runs[i] * timeout * 1.5, info)
+            self.assertLessEqual(durations[i], runs[i] * (timeout + SWITCH_LATENCY_NS), info)
         self.assertLessEqual(abs(sum(durations) - cpu), slack,
                              f'duration_ns {durations} against {cpu} ns of CPU time')
 
