@@ -409,7 +409,9 @@ TEST(PerfTarget, AThreadThatExitsIsGone) {
   EXPECT_FALSE(r.pmu().gone());
   const int calls = r.listener().calls.load();
   w->exitAndJoin();
-  for (int i = 0; i < 500 && !r.pmu().gone(); ++i) std::this_thread::sleep_for(10ms);
+  // The poller marks the target gone, then wakes the engine: wait for both.
+  for (int i = 0; i < 500 && !(r.pmu().gone() && r.listener().calls.load() > calls); ++i)
+    std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(r.pmu().gone());
   EXPECT_GT(r.listener().calls.load(), calls) << "the hang-up woke the engine";
   EXPECT_GE(r.read(0), 6u) << "counts stay readable";
