@@ -66,6 +66,7 @@ struct SetNameMode {
 };
 constexpr SetNameMode kSetFiles[] = {
     {"regs", SetFile::Regs, 0600},
+    {"pmds", SetFile::Pmds, 0400},
     {"switch", SetFile::Switch, 0600},
     {"info", SetFile::Info, 0400},
 };
@@ -75,7 +76,8 @@ struct DescNameMode {
   DescField field;
 };
 constexpr DescNameMode kPmcFields[] = {
-    {"name", DescField::Name}, {"addr", DescField::Addr}, {"dfl_val", DescField::DflVal}, {"rsvd_msk", DescField::RsvdMsk}};
+    {"name", DescField::Name}, {"addr", DescField::Addr}, {"dfl_val", DescField::DflVal}, {"rsvd_msk", DescField::RsvdMsk},
+    {"pmds", DescField::Pmds}};
 constexpr DescNameMode kPmdFields[] = {
     {"name", DescField::Name}, {"addr", DescField::Addr}, {"width", DescField::Width}, {"rsvd_msk", DescField::RsvdMsk}};
 
@@ -344,7 +346,7 @@ void Filesystem::setattr(fuse_req_t req, fuse_ino_t ino, const struct stat*, int
   fuse_reply_attr(req, &st, kCacheTimeout);
 }
 
-void Filesystem::mkdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+void Filesystem::mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   NodePtr p = inodes_.get(parent);
   if (!p) return (void)fuse_reply_err(req, ENOENT);
   if (p->kind == NodeKind::SessionsDir) {
@@ -354,6 +356,17 @@ void Filesystem::mkdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
       return (void)fuse_reply_err(req, -created.code());
     }
     auto entry = std::make_shared<SessionEntry>(*created);
+    // The sticky bit asks for a session that cannot outlive its maker
+    // (libpfm-compat): autoclose from birth, and bound to the creating thread
+    // until a message file is opened, so that no kill between this mkdir and
+    // that open leaves it behind.
+    pid_t creator = (mode & S_ISVTX) && watcher_ ? fuse_req_ctx(req)->pid : 0;
+    if (creator != 0) {
+      session::Flags f;
+      f.autoclose = true;
+      (void)(*created)->setFlags(f);
+      entry->creator = creator;
+    }
     {
       std::lock_guard lock(registry_mutex_);
       registry_[name] = entry;
@@ -361,7 +374,10 @@ void Filesystem::mkdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     NodePtr n = inodes_.lookup(parent, name, [&] { return makeNode(NodeKind::SessionDir, entry); });
     entry->dir_ino = n->ino;
     log(LogLevel::Debug, "session {} created by uid {}", name, fuse_req_ctx(req)->uid);
-    return replyEntry(req, n);
+    replyEntry(req, n);
+    // After the reply: a creator already gone is reported from watch() itself.
+    if (creator != 0) watcher_->watch(creator);
+    return;
   }
   if (p->kind == NodeKind::SetsDir) {
     if (!mayUse(req, *p)) return (void)fuse_reply_err(req, EACCES);
@@ -438,21 +454,46 @@ void Filesystem::open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fi->fh = reinterpret_cast<std::uint64_t>(of);
   fi->direct_io = 1;  // content changes: no page cache, sizes do not matter
   if (isMessageFile(*n)) fi->nonseekable = 1;
-  if (n->session) ++n->session->open_files;
+  const bool counted = isMessageFile(*n);
+  if (counted) ++n->session->open_files;
   if (fuse_reply_open(req, fi) != 0) {
-    if (n->session) --n->session->open_files;
+    if (counted) --n->session->open_files;
     open_files_.remove(of);
+    return;
   }
+  // The first message file open: the session now lives as long as its handles.
+  if (counted)
+    if (pid_t c = n->session->creator.exchange(0); c != 0 && watcher_) watcher_->unwatch(c);
 }
 
 void Filesystem::release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   auto* of = reinterpret_cast<OpenFile*>(fi->fh);
   std::shared_ptr<SessionEntry> e = of->node->session;
   if (e && isMessageFile(*of->node)) e->waiters->forgetFile(of);
+  const bool counted = e && isMessageFile(*of->node);
   open_files_.remove(of);
   fuse_reply_err(req, 0);
-  if (!e || --e->open_files != 0 || !e->alive || !e->session->flags().autoclose) return;
-  // autoclose: the last file of the session closed (libpfm-compat's handle).
+  if (!counted || --e->open_files != 0 || !e->alive || !e->session->flags().autoclose) return;
+  // autoclose: the last handle on its message files closed (libpfm-compat's descriptor).
+  autoclose(e);
+}
+
+void Filesystem::threadExited(pid_t tid) {
+  std::vector<std::shared_ptr<SessionEntry>> orphans;
+  {
+    std::lock_guard lock(registry_mutex_);
+    for (const auto& [name, e] : registry_) {
+      pid_t expected = tid;
+      if (e->creator.compare_exchange_strong(expected, 0) && e->open_files == 0) orphans.push_back(e);
+    }
+  }
+  for (const auto& e : orphans) {
+    log(LogLevel::Debug, "session {}: its creating thread {} exited before opening it", e->session->name(), tid);
+    autoclose(e);
+  }
+}
+
+void Filesystem::autoclose(const std::shared_ptr<SessionEntry>& e) {
   std::string name = e->session->name();
   destroy(e);
   fuse_ino_t dir = e->dir_ino, sessions = sessions_ino_;
@@ -481,7 +522,8 @@ Result<std::string> Filesystem::render(const Node& n) {
           case DescField::Addr: return hex(d->addr);
           case DescField::Width: return fmt::format("{}\n", d->width);
           case DescField::RsvdMsk: return hex(0);  // every bit of a counter is writable
-          case DescField::DflVal: break;
+          case DescField::DflVal:
+          case DescField::Pmds: break;
         }
       } else {
         const pmu::PmcDesc* d = desc_.pmc(n.reg);
@@ -490,6 +532,13 @@ Result<std::string> Filesystem::render(const Node& n) {
           case DescField::Addr: return hex(d->addr);
           case DescField::DflVal: return hex(d->dfl_val);
           case DescField::RsvdMsk: return hex(d->rsvd_mask);
+          case DescField::Pmds: {
+            // The counters this PMC configures (libpfm-compat's dispatch needs it).
+            pmu::RegMask m = 0;
+            for (const auto& pmd : desc_.pmds)
+              if (pmd.ctl_pmc == d->index) m |= pmu::RegMask{1} << pmd.index;
+            return hex(m);
+          }
           case DescField::Width: break;
         }
       }
@@ -527,6 +576,11 @@ Result<std::string> Filesystem::render(const Node& n) {
           auto v = s.regs(n.set);
           if (!v) return v.error();
           return formatRegs(*v);
+        }
+        case SetFile::Pmds: {
+          auto v = s.pmdStates(n.set);
+          if (!v) return v.error();
+          return formatPmdStates(*v);
         }
         case SetFile::Switch: {
           auto v = s.setInfo(n.set);
@@ -624,6 +678,7 @@ Status Filesystem::writeTo(fuse_req_t req, const Node& n, std::string_view text)
       auto w = parseSwitch(text);
       return w ? s.setSwitch(n.set, *w) : s.refuse(w.error());
     }
+    case SetFile::Pmds:
     case SetFile::Info:
       break;
   }
@@ -778,7 +833,7 @@ void opGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) { fsOf(req).geta
 void opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   fsOf(req).setattr(req, ino, attr, to_set);
 }
-void opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) { fsOf(req).mkdir(req, parent, name); }
+void opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) { fsOf(req).mkdir(req, parent, name, mode); }
 void opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) { fsOf(req).rmdir(req, parent, name); }
 void opNotPermitted(fuse_req_t req) { fuse_reply_err(req, EPERM); }
 void opMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { opNotPermitted(req); }

@@ -51,6 +51,9 @@ class Filesystem final : public session::SessionObserver {
   // Stops, unloads and destroys every session; answers every kept read.
   void shutdown();
   std::size_t sessionCount() const;
+  // From the thread watcher: destroys the sessions made with the sticky bit
+  // by `tid` that no message file was opened on yet.
+  void threadExited(pid_t tid);
 
   // session::SessionObserver
   void messagesQueued(session::Session& session) override;
@@ -62,7 +65,7 @@ class Filesystem final : public session::SessionObserver {
   void forget(fuse_ino_t ino, std::uint64_t n) { inodes_.forget(ino, n); }
   void getattr(fuse_req_t req, fuse_ino_t ino);
   void setattr(fuse_req_t req, fuse_ino_t ino, const struct stat* attr, int to_set);
-  void mkdir(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode);
   void rmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
   void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void read(fuse_req_t req, fuse_ino_t ino, std::size_t size, off_t off, fuse_file_info* fi);
@@ -83,6 +86,7 @@ class Filesystem final : public session::SessionObserver {
   Status control(fuse_req_t req, SessionEntry& e, std::string_view text);
   std::shared_ptr<SessionEntry> findEntry(std::string_view name) const;
   void destroy(const std::shared_ptr<SessionEntry>& e);
+  void autoclose(const std::shared_ptr<SessionEntry>& e);  // destroy, and tell the kernel
   void replyEntry(fuse_req_t req, const NodePtr& n);
 
   session::Engine& engine_;

@@ -29,7 +29,10 @@ struct SessionEntry {
   std::shared_ptr<session::Session> session;
   std::shared_ptr<MessageWaiters> waiters;
   std::atomic<bool> alive{true};         // false once destroyed (rmdir, autoclose, shutdown)
-  std::atomic<unsigned> open_files{0};   // regular files open inside its directory (autoclose)
+  std::atomic<unsigned> open_files{0};   // handles open on its msg/messages files (autoclose)
+  // mkdir with the sticky bit: the thread that made it, until a message file
+  // is first opened; its exit before then destroys the session (0: none).
+  std::atomic<pid_t> creator{0};
   std::atomic<fuse_ino_t> dir_ino{0};    // the session directory's inode, for invalidation
 };
 
@@ -54,8 +57,8 @@ enum class NodeKind : std::uint8_t {
 };
 
 enum class SessionFile : std::uint8_t { Mode, Flags, Ctl, State, Error, Counts, Messages, Msg };
-enum class SetFile : std::uint8_t { Pmc, Pmd, Regs, Switch, Info };
-enum class DescField : std::uint8_t { Name, Addr, DflVal, RsvdMsk, Width };
+enum class SetFile : std::uint8_t { Pmc, Pmd, Regs, Pmds, Switch, Info };
+enum class DescField : std::uint8_t { Name, Addr, DflVal, RsvdMsk, Width, Pmds };
 
 struct Node {
   fuse_ino_t ino = 0;

@@ -129,7 +129,9 @@ unsigned MessageWaiters::poll(const void* file, fuse_pollhandle* ph) {
     }
   }
   if (closed_) return POLLIN | POLLHUP;
-  return session_->queuedMessages() > 0 ? POLLIN : 0;
+  // POLLPRI: a notification waits for restart, seen even when no message
+  // tells of it (no_msg). libpfm-compat's signal thread polls for it.
+  return (session_->queuedMessages() > 0 ? POLLIN : 0) | (session_->masked() ? POLLPRI : 0);
 }
 
 MessageWaiters::~MessageWaiters() {

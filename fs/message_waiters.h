@@ -33,7 +33,8 @@ class MessageWaiters : public std::enable_shared_from_this<MessageWaiters> {
   // Answers a read now (messages, EAGAIN, EINVAL, end of file once closed)
   // or keeps it until one of wake/close/interrupt.
   void read(fuse_req_t req, std::size_t size, bool binary, bool nonblock);
-  // The poll reply: POLLIN while messages are queued (or once closed). `ph`,
+  // The poll reply: POLLIN while messages are queued (or once closed), POLLPRI
+  // while the session is masked. `ph`,
   // when given, replaces the handle kept for `file` and is notified later.
   unsigned poll(const void* file, fuse_pollhandle* ph);
   void forgetFile(const void* file);  // its last release: drop its handle

@@ -139,7 +139,10 @@ int serve(DaemonOptions& o) {
   session::Engine engine(**backend, o.engine);
   Filesystem filesystem(engine, FilesystemConfig{o.allow_kernel, o.system_group});
   engine.setObserver(&filesystem);
-  ThreadWatcher watcher([&engine](pid_t tid) { engine.threadExited(tid); });
+  ThreadWatcher watcher([&engine, &filesystem](pid_t tid) {
+    engine.threadExited(tid);
+    filesystem.threadExited(tid);
+  });
   filesystem.setWatcher(&watcher);
 
   // FUSE's own arguments: our fixed mount options first, the user's -o after.

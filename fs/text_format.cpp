@@ -324,15 +324,19 @@ Result<session::SwitchSpec> parseSwitch(std::string_view text) {
     return s;
   }
   if (!w.empty() && w[0] == "time") {
-    if (w.size() != 2) return err(EINVAL, "switch: 'time NS' takes exactly one number of nanoseconds");
+    // perfmon2 lets a set switch on both (PFM_SETFL_TIME_SWITCH | PFM_SETFL_OVFL_SWITCH): "time NS ovfl".
+    bool both = w.size() == 3 && w[2] == "ovfl";
+    if (w.size() != 2 && !both)
+      return err(EINVAL, "switch: 'time NS' takes exactly one number of nanoseconds (and optionally 'ovfl')");
     auto ns = parseUnsigned(w[1], "switch time");
     if (!ns) return ns.error();
     if (*ns == 0) return err(EINVAL, "switch time 0: the timeout must be at least 1 ns");
     s.on_time = true;
     s.timeout_ns = *ns;
+    s.on_ovfl = both;
     return s;
   }
-  return err(EINVAL, "switch: '{}' is not none, time NS or ovfl", printable(*line));
+  return err(EINVAL, "switch: '{}' is not none, time NS, ovfl or time NS ovfl", printable(*line));
 }
 
 Result<session::Mode> parseMode(std::string_view text) {
@@ -465,8 +469,8 @@ std::string formatPmuInfo(const pmu::Backend& backend) {
 std::string formatEvents(const pmu::PmuDescription& desc) {
   std::string out;
   for (const auto& e : desc.events)
-    out += fmt::format("name={} code={} pmcs={} desc={}\n", e.name, hex(e.code), hex(pmcsOf(desc, e.counters)),
-                       quoted(e.desc));
+    out += fmt::format("name={} code={} pmcs={} desc={} pmds={}\n", e.name, hex(e.code),
+                       hex(pmcsOf(desc, e.counters)), quoted(e.desc), hex(e.counters));
   return out;
 }
 
@@ -505,10 +509,18 @@ std::string formatCounts(const std::vector<session::CountLine>& lines) {
 }
 
 std::string formatSwitch(const session::SwitchSpec& s) {
-  // parseSwitch sets one policy; should the engine ever hold both, both show.
   if (s.on_time) return fmt::format("time {}{}\n", s.timeout_ns, s.on_ovfl ? " ovfl" : "");
   if (s.on_ovfl) return "ovfl\n";
   return "none\n";
+}
+
+std::string formatPmdStates(const std::vector<session::PmdLine>& pmds) {
+  std::string out;
+  for (const auto& p : pmds)
+    out += fmt::format("pmd={} value={} long_reset={} short_reset={} last_reset={} switch_cnt={} switch_left={}\n",
+                       p.index, p.state.value, p.state.long_reset, p.state.short_reset, p.state.last_reset,
+                       p.state.switch_cnt, p.state.switch_left);
+  return out;
 }
 
 std::string formatSetInfo(const session::SetInfo& i) {

@@ -85,7 +85,9 @@ std::string formatMode(session::Mode m);             // "thread\n"
 std::string formatFlags(const session::Flags& f);    // "notify_block no_msg\n", "\n" when none
 std::string formatState(const session::StateInfo& s);  // state= mode= target= set= queued= lost= [exited=1]
 std::string formatCounts(const std::vector<session::CountLine>& lines);  // set= pmd= value= enabled_ns= running_ns= scaled=
-std::string formatSwitch(const session::SwitchSpec& s);  // "none\n" | "time NS\n" | "ovfl\n"
+std::string formatSwitch(const session::SwitchSpec& s);  // "none\n" | "time NS\n" | "ovfl\n" | "time NS ovfl\n"
+// `pmds`: pmd= value= long_reset= short_reset= last_reset= switch_cnt= switch_left=, one line per PMD.
+std::string formatPmdStates(const std::vector<session::PmdLine>& pmds);
 std::string formatSetInfo(const session::SetInfo& i);    // runs= duration_ns= timeout_ns= ovfl_pmds=0x.. avail_pmcs=0x.. avail_pmds=0x..
 std::string formatPmc(const session::PmcState& p);       // "0x13003c\n" or "0x13003c no_emul64\n"
 std::string formatPmd(std::uint64_t value);              // decimal

@@ -479,6 +479,27 @@ Result<std::vector<RegWrite>> Session::regs(unsigned set) {
   return out;
 }
 
+Result<std::vector<PmdLine>> Session::pmdStates(unsigned set) {
+  Op op(*this);
+  if (!findSet(set)) return fail(err(EINVAL, "no set {}", set)).error();
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  const EventSet& s = *findSet(set);
+  RegMask pmds = s.usedPmds();
+  for (std::size_t slot = 0; slot < s.pmdCount(); ++slot)
+    if (s.pmd(slot).written) pmds |= regBit(desc_.pmds[slot].index);
+  liveValues(s, pmds);
+  std::vector<PmdLine> out;
+  for (std::size_t slot = 0; slot < s.pmdCount(); ++slot) {
+    unsigned index = desc_.pmds[slot].index;
+    if (!(pmds & regBit(index))) continue;
+    PmdLine l{index, s.pmd(slot)};
+    l.state.value = values_[slot];
+    out.push_back(l);
+  }
+  return out;
+}
+
 // ---- reading ------------------------------------------------------------------------
 
 StateInfo Session::state() {
@@ -540,6 +561,11 @@ std::vector<Message> Session::takeMessagesWhile(const std::function<bool(const M
 std::size_t Session::queuedMessages() const {
   Op op(*this);
   return messages_.size();
+}
+
+bool Session::masked() const {
+  Op op(*this);
+  return state_ == State::Masked;
 }
 
 void Session::queueMessage(const Message& m) {
@@ -695,7 +721,10 @@ void Session::handleUserOverflow(RegMask pmds, const pmu::HwOverflow& o) {
       pmu_->hold(true);
       held_ = true;
     }
-    if (!flags_.no_msg) {
+    if (flags_.no_msg) {
+      // No message, but pollers (libpfm-compat's signal thread) must still hear of it.
+      notify_pending_ = true;
+    } else {
       Message m;
       m.type = MessageType::Overflow;
       m.set = s.id();

@@ -72,6 +72,13 @@ struct PmdValue {
   PmdState state;                // attributes (state.value is `value`)
 };
 
+// One PMD of a set as `pmds` shows it: written by the user or counting in the
+// set, with its value live while the set is on the hardware.
+struct PmdLine {
+  unsigned index = 0;
+  PmdState state;  // state.value is the live 64-bit value
+};
+
 // One line of `counts`: a used PMD of one set with its scaling.
 struct CountLine {
   std::uint16_t set = 0;
@@ -121,6 +128,8 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Result<PmcState> readPmc(unsigned set, unsigned index);
   Result<PmdValue> readPmd(unsigned set, unsigned index);
   Result<std::vector<RegWrite>> regs(unsigned set);
+  // Every PMD written or used in the set, in register order (libpfm's pfm_read_pmds).
+  Result<std::vector<PmdLine>> pmdStates(unsigned set);
 
   StateInfo state();
   std::string error() const;  // the reason of the last failure, "" if none
@@ -133,6 +142,8 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::vector<Message> takeMessages(std::size_t max);
   std::vector<Message> takeMessagesWhile(const std::function<bool(const Message&)>& accept);
   std::size_t queuedMessages() const;
+  // Masked: a notification waits for restart (what POLLPRI reports on `msg`).
+  bool masked() const;
 
   // Engine hooks.
   // The session leaves the engine: unloaded, and no load succeeds any more

@@ -355,7 +355,8 @@ INSTANTIATE_TEST_SUITE_P(
         SwitchRow{" time\t0x10 ", {true, 16, false}, 0},
         SwitchRow{"", {}, EINVAL}, SwitchRow{"switch time 0", {}, EINVAL}, SwitchRow{"time 0", {}, EINVAL},
         SwitchRow{"time -1", {}, EINVAL}, SwitchRow{"time", {}, EINVAL}, SwitchRow{"time x", {}, EINVAL},
-        SwitchRow{"time 1 2", {}, EINVAL}, SwitchRow{"time 1 ovfl", {}, EINVAL}, SwitchRow{"ovfl 1", {}, EINVAL},
+        SwitchRow{"time 1 2", {}, EINVAL}, SwitchRow{"time 1 ovfl", {true, 1, true}, 0}, SwitchRow{"time 1 ovfl ovfl", {}, EINVAL},
+        SwitchRow{"time ovfl", {}, EINVAL}, SwitchRow{"time 0 ovfl", {}, EINVAL}, SwitchRow{"ovfl 1", {}, EINVAL},
         SwitchRow{"none ovfl", {}, EINVAL}, SwitchRow{"NONE", {}, EINVAL}, SwitchRow{"Time 5", {}, EINVAL},
         SwitchRow{"time 18446744073709551616", {}, EINVAL}, SwitchRow{"ovfl\nnone", {}, EINVAL},
         SwitchRow{"time=5", {}, EINVAL}, SwitchRow{"1000", {}, EINVAL}));
@@ -503,28 +504,29 @@ TEST(Format, PmuInfo) {
 
 TEST(Format, Events) {
   EXPECT_EQ(formatEvents(simDesc()),
-            "name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc=\"Core cycles while the thread is not halted\"\n"
-            "name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc=\"Instructions retired\"\n"
+            "name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc=\"Core cycles while the thread is not halted\" pmds=0x2000f\n"
+            "name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc=\"Instructions retired\" pmds=0x1000f\n"
             "name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f desc=\"Reference cycles at the TSC rate while "
-            "the thread is not halted\"\n"
-            "name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc=\"Last-level cache references\"\n"
-            "name=LLC_MISSES code=0x412e pmcs=0xf desc=\"Last-level cache misses\"\n"
-            "name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc=\"Branch instructions retired\"\n"
-            "name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc=\"Mispredicted branch instructions retired\"\n"
+            "the thread is not halted\" pmds=0x4000f\n"
+            "name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc=\"Last-level cache references\" pmds=0xf\n"
+            "name=LLC_MISSES code=0x412e pmcs=0xf desc=\"Last-level cache misses\" pmds=0xf\n"
+            "name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc=\"Branch instructions retired\" pmds=0xf\n"
+            "name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc=\"Mispredicted branch instructions retired\" pmds=0xf\n"
             "name=SIM_PHASE_A code=0x1f0 pmcs=0xf desc=\"Simulated event at 4/ns in the first half of every 2 "
-            "ms\"\n"
+            "ms\" pmds=0xf\n"
             "name=SIM_PHASE_B code=0x2f0 pmcs=0xf desc=\"Simulated event at 4/ns in the second half of every 2 "
-            "ms\"\n");
-  // pmcs= maps the counters to the PMCs that configure them; desc is quoted
+            "ms\" pmds=0xf\n");
+  // pmcs= maps the counters to the PMCs that configure them, pmds= lists the
+  // counters themselves (libpfm-compat's dispatch); desc is quoted
   // as a --sim-events file quotes it, and stays on one line.
   pmu::PmuDescription d = simDesc(2);
   d.events = {pmu::EventDesc{"ONLY_PMD1", 0x11, 0x2, "say \"hi\" \\ now"},
               pmu::EventDesc{"FIXED_ONLY", 0x22, 0x20000, "tab\there\nnewline"},
               pmu::EventDesc{"NONE", 0x33, 0, ""}};
   EXPECT_EQ(formatEvents(d),
-            "name=ONLY_PMD1 code=0x11 pmcs=0x2 desc=\"say \\\"hi\\\" \\\\ now\"\n"
-            "name=FIXED_ONLY code=0x22 pmcs=0x10000 desc=\"tab here newline\"\n"
-            "name=NONE code=0x33 pmcs=0x0 desc=\"\"\n");
+            "name=ONLY_PMD1 code=0x11 pmcs=0x2 desc=\"say \\\"hi\\\" \\\\ now\" pmds=0x2\n"
+            "name=FIXED_ONLY code=0x22 pmcs=0x10000 desc=\"tab here newline\" pmds=0x20000\n"
+            "name=NONE code=0x33 pmcs=0x0 desc=\"\" pmds=0x0\n");
 }
 
 TEST(Format, ModeAndFlags) {
@@ -593,12 +595,26 @@ TEST(Format, SwitchSetInfoPmcPmd) {
   EXPECT_EQ(formatSwitch({}), "none\n");
   EXPECT_EQ(formatSwitch({true, 1000000, false}), "time 1000000\n");
   EXPECT_EQ(formatSwitch({false, 0, true}), "ovfl\n");
+  EXPECT_EQ(formatSwitch({true, 7, true}), "time 7 ovfl\n");
   for (const SwitchSpec& s : {SwitchSpec{}, SwitchSpec{true, 1, false}, SwitchSpec{true, kMax, false},
-                              SwitchSpec{false, 0, true}}) {
+                              SwitchSpec{false, 0, true}, SwitchSpec{true, 9, true}}) {
     auto back = parseSwitch(formatSwitch(s));
     ASSERT_TRUE(back.ok()) << formatSwitch(s);
     EXPECT_EQ(*back, s);
   }
+
+  session::PmdLine p0{0, {}};
+  session::PmdLine p16{16, {}};
+  p16.state.value = 5;
+  p16.state.long_reset = 0xfffffffffffffc18;  // -1000
+  p16.state.short_reset = 7;
+  p16.state.last_reset = 7;
+  p16.state.switch_cnt = 3;
+  p16.state.switch_left = 1;
+  EXPECT_EQ(formatPmdStates({}), "");
+  EXPECT_EQ(formatPmdStates({p0, p16}),
+            "pmd=0 value=0 long_reset=0 short_reset=0 last_reset=0 switch_cnt=0 switch_left=0\n"
+            "pmd=16 value=5 long_reset=18446744073709550616 short_reset=7 last_reset=7 switch_cnt=3 switch_left=1\n");
 
   session::SetInfo i;
   EXPECT_EQ(formatSetInfo(i), "runs=0 duration_ns=0 timeout_ns=0 ovfl_pmds=0x0 avail_pmcs=0x0 avail_pmds=0x0\n");

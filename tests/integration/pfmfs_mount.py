@@ -90,7 +90,7 @@ class PmuTable:
         self.pmc_mask = sum(1 << k for k in self.pmcs)
         self.pmd_mask = sum(1 << k for k in self.pmds)
         self.avail = f'avail_pmcs={self.pmc_mask:#x} avail_pmds={self.pmd_mask:#x}'
-        self.set_files = sorted(['info', 'regs', 'switch'] + [f'pmc{k}' for k in self.pmcs]
+        self.set_files = sorted(['info', 'pmds', 'regs', 'switch'] + [f'pmc{k}' for k in self.pmcs]
                                 + [f'pmd{k}' for k in self.pmds])
         self.last_pmd = self.pmds[-1]
         self.reserved = 1 << 32
@@ -120,18 +120,20 @@ SIM_PMU = PmuTable(
     event_a=('UNHALTED_CORE_CYCLES', 0x3c), rate_a=3,
     event_b=('INSTRUCTION_RETIRED', 0xc0),
     events=[
-        'name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc="Core cycles while the thread is not halted"',
-        'name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc="Instructions retired"',
+        'name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc="Core cycles while the thread is not halted" pmds=0x2000f',
+        'name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc="Instructions retired" pmds=0x1000f',
         'name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f '
-        'desc="Reference cycles at the TSC rate while the thread is not halted"',
-        'name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc="Last-level cache references"',
-        'name=LLC_MISSES code=0x412e pmcs=0xf desc="Last-level cache misses"',
-        'name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc="Branch instructions retired"',
-        'name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc="Mispredicted branch instructions retired"',
-        'name=SIM_PHASE_A code=0x1f0 pmcs=0xf desc="Simulated event at 4/ns in the first half of every 2 ms"',
-        'name=SIM_PHASE_B code=0x2f0 pmcs=0xf desc="Simulated event at 4/ns in the second half of every 2 ms"',
+        'desc="Reference cycles at the TSC rate while the thread is not halted" pmds=0x4000f',
+        'name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc="Last-level cache references" pmds=0xf',
+        'name=LLC_MISSES code=0x412e pmcs=0xf desc="Last-level cache misses" pmds=0xf',
+        'name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc="Branch instructions retired" pmds=0xf',
+        'name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc="Mispredicted branch instructions retired" pmds=0xf',
+        'name=SIM_PHASE_A code=0x1f0 pmcs=0xf desc="Simulated event at 4/ns in the first half of every 2 ms" pmds=0xf',
+        'name=SIM_PHASE_B code=0x2f0 pmcs=0xf desc="Simulated event at 4/ns in the second half of every 2 ms" pmds=0xf',
     ],
     # pmu/desc: name, addr, dfl_val, rsvd_msk of every PMC; name, addr, width of every PMD.
+    # The PMDs each PMC configures (pmu/desc/pmcN/pmds).
+    pmc_pmds={0: '0x1', 1: '0x2', 2: '0x4', 3: '0x8', 16: '0x70000'},
     pmc_desc={
         0: ('PERFEVTSEL0', '0x186', '0x0', '0xffffffff00000000'),
         1: ('PERFEVTSEL1', '0x187', '0x0', '0xffffffff00000000'),
@@ -173,9 +175,10 @@ PERF_PMU = PmuTable(
     # Page faults are what a Worker makes exactly (a fresh page each), at user level.
     event_a=('PAGE_FAULTS', 0x2), rate_a=1,
     event_b=('TASK_CLOCK', 0x1),
-    events=[f'name={name} code={code:#x} pmcs=0xff desc="{desc}"' for name, code, desc in PERF_SW_EVENTS],
+    events=[f'name={name} code={code:#x} pmcs=0xff desc="{desc}" pmds=0xff' for name, code, desc in PERF_SW_EVENTS],
     # Event 7:0, USR 16, OS 17, INT 20 and EN 22 are the only bits that are not reserved.
     pmc_desc={k: (f'SWEVTSEL{k}', '0x0', '0x0', '0xffffffffffacff00') for k in range(8)},
+    pmc_pmds={k: f'{1 << k:#x}' for k in range(8)},
     pmd_desc={k: (f'SWCTR{k}', '0x0', '64') for k in range(8)},
 )
 

@@ -313,28 +313,47 @@ class RmdirTest(MountTestCase):
 
 
 class AutocloseTest(MountTestCase):
+    """autoclose: the session lives as long as handles on its message files
+    (msg, messages: libpfm-compat's descriptor); other files do not hold it,
+    so that a library may keep ctl or regs open for speed."""
 
-    def test_last_close_destroys(self):
+    def test_last_message_handle_destroys(self):
         s = self.newSession()
         pid = self.sleeper()
         s.ctl(f'load {pid}')
         s.ctl('start')
-        fd = os.open(s.path('state'), os.O_RDONLY)
+        fd = os.open(s.path('msg'), os.O_RDONLY)
         self.assertErrno(errno.EBUSY, s.write, 'flags', 'autoclose\n')  # loaded: flags are fixed
         s.ctl('unload')
         s.write('flags', 'autoclose\n')
         self.assertTrue(s.exists())  # fd is still open
-        other = os.open(s.path('sets/0/pmd0'), os.O_RDONLY)
+        other = os.open(s.path('messages'), os.O_RDONLY)
         os.close(fd)
-        self.assertTrue(s.exists())  # another file is open
+        self.assertTrue(s.exists())  # another message file is open
         os.close(other)
         self.assertTrue(waitFor(lambda: not s.exists(), timeout=3), 'the last close did not destroy the session')
         self.assertNotIn(s.name, os.listdir(self.m.path('sessions')))
 
+    def test_other_files_do_not_hold_it(self):
+        s = self.newSession()
+        fd = os.open(s.path('msg'), os.O_RDONLY)
+        s.write('flags', 'autoclose\n')
+        ctl = os.open(s.path('ctl'), os.O_WRONLY)
+        regs = os.open(s.path('sets/0/regs'), os.O_RDWR)
+        try:
+            os.close(fd)
+            self.assertTrue(waitFor(lambda: not s.exists(), timeout=3))
+            # What is still open refers to nothing: ENOENT, no stale session.
+            self.assertErrno(errno.ENOENT, os.write, ctl, b'stop')
+            self.assertErrno(errno.ENOENT, os.pread, regs, 4096, 0)
+        finally:
+            os.close(ctl)
+            os.close(regs)
+
     def test_autoclose_of_a_loaded_session_frees_its_thread(self):
         s = self.newSession()
         pid = self.sleeper()
-        fd = os.open(s.path('state'), os.O_RDONLY)
+        fd = os.open(s.path('msg'), os.O_RDONLY)
         s.write('flags', 'autoclose')
         s.ctl(f'load {pid}')
         s.ctl('start')
@@ -346,7 +365,7 @@ class AutocloseTest(MountTestCase):
     def test_shell_autoclose(self):
         s = self.newSession()
         status, out, err = self.m.sh(
-            f'cd sessions/{s.name} && exec 3<state && echo autoclose > flags && cat flags '
+            f'cd sessions/{s.name} && exec 3<messages && echo autoclose > flags && cat flags '
             f'&& test -d ../{s.name} && exec 3<&-')
         self.assertEqual((status, out, err), (0, 'autoclose\n', ''))
         self.assertTrue(waitFor(lambda: not s.exists(), timeout=3))
@@ -355,7 +374,7 @@ class AutocloseTest(MountTestCase):
         s = self.newSession()
         dfd = os.open(s.dir, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            fd = os.open(s.path('state'), os.O_RDONLY)
+            fd = os.open(s.path('msg'), os.O_RDONLY)
             s.write('flags', 'autoclose\n')
             os.close(fd)
             self.assertTrue(waitFor(lambda: not os.path.exists(s.dir), timeout=3))
@@ -364,10 +383,92 @@ class AutocloseTest(MountTestCase):
 
     def test_without_autoclose_closing_keeps_it(self):
         s = self.newSession()
-        fd = os.open(s.path('state'), os.O_RDONLY)
+        fd = os.open(s.path('msg'), os.O_RDONLY)
         os.close(fd)
         time.sleep(0.1)
         self.assertTrue(s.exists())
+
+
+class StickyMkdirTest(MountTestCase):
+    """mkdir with the sticky bit (mode 01700): born autoclose and bound to the
+    creating thread until a message file opens, so that a process killed
+    between its mkdir and its open leaves nothing behind (libpfm-compat)."""
+
+    def name(self):
+        MountTestCase._counter += 1
+        return f'sticky-{MountTestCase._counter}'
+
+    def test_born_with_autoclose(self):
+        name = self.name()
+        os.mkdir(self.m.path('sessions', name), 0o1700)
+        fd = os.open(self.m.path('sessions', name, 'msg'), os.O_RDONLY)
+        self.assertEqual(self.m.read(f'sessions/{name}/flags'), 'autoclose\n')
+        self.assertEqual(os.stat(self.m.path('sessions', name)).st_mode & 0o7777, 0o700)
+        os.close(fd)
+        self.assertTrue(waitFor(lambda: not os.path.exists(self.m.path('sessions', name)), timeout=3))
+
+    def test_creator_exit_before_open_destroys(self):
+        name = self.name()
+        path = self.m.path('sessions', name)
+        # The creating process exits without opening anything.
+        subprocess.run(['python3', '-c', f'import os; os.mkdir({path!r}, 0o1700)'], check=True)
+        self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3),
+                        'a session whose creator died before opening it was left behind')
+
+    def test_creator_killed_before_open_destroys(self):
+        name = self.name()
+        path = self.m.path('sessions', name)
+        p = subprocess.Popen(['python3', '-c', f'import os, sys; os.mkdir({path!r}, 0o1700); print(1, flush=True); '
+                              'sys.stdin.read()'], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            self.assertEqual(p.stdout.readline(), b'1\n')
+            self.assertTrue(os.path.isdir(path))  # its creator lives: kept
+            p.kill()
+        finally:
+            p.wait()
+        self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3))
+
+    def test_an_open_message_file_outlives_the_creating_thread(self):
+        name = self.name()
+        path = self.m.path('sessions', name)
+        t = threading.Thread(target=os.mkdir, args=(path, 0o1700))
+        t.start()
+        t.join()
+        # The thread is gone; the daemon may already have destroyed the
+        # session, or this open wins the race. Either way nothing is left
+        # once the handle closes.
+        try:
+            fd = os.open(os.path.join(path, 'msg'), os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        time.sleep(0.2)
+        self.assertTrue(os.path.isdir(path))  # held by the handle, not by its creator
+        os.close(fd)
+        self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3))
+
+    def test_open_by_the_creator_binds_it_to_the_handle(self):
+        name = self.name()
+        path = self.m.path('sessions', name)
+        p = subprocess.Popen(['python3', '-c', f'import os, sys; os.mkdir({path!r}, 0o1700); '
+                              f'fd = os.open({path!r} + "/msg", os.O_RDONLY); print(1, flush=True); '
+                              'sys.stdin.read()'], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            self.assertEqual(p.stdout.readline(), b'1\n')
+            time.sleep(0.1)
+            self.assertTrue(os.path.isdir(path))
+            p.kill()  # kill -9 with the handle open: the kernel's release destroys it
+        finally:
+            p.wait()
+        self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3))
+
+    def test_without_the_sticky_bit_the_creator_does_not_matter(self):
+        name = self.name()
+        path = self.m.path('sessions', name)
+        self.addCleanup(lambda: os.path.isdir(path) and os.rmdir(path))
+        subprocess.run(['python3', '-c', f'import os; os.mkdir({path!r}, 0o700)'], check=True)
+        time.sleep(0.2)
+        self.assertTrue(os.path.isdir(path))
+        self.assertEqual(self.m.read(f'sessions/{name}/flags'), '\n')
 
 
 class LimitsTest(MountTestCase):

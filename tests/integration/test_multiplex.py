@@ -145,9 +145,16 @@ class MultiplexTest(MountTestCase):
         s.pmc(0, '0x100c0', 1)
         s.ctl(f'load {pid}')
         s.ctl('start')
+        self.assertEqual(s.read('sets/0/pmds'), f'pmd=0 value={neg(3000)} long_reset=0 short_reset={neg(3000)} '
+                         'last_reset=0 switch_cnt=2 switch_left=2\n')
         self.m.advance(1999)  # one overflow: one left before the switch
         self.assertEqual(s.state(), stateLine('active', target=pid, set_id=0))
         self.assertEqual(s.readPmd(0, 0), neg(3))
+        # pmds: the live value, the reset used and what is left of switch_cnt (libpfm's pfm_read_pmds).
+        self.assertEqual(s.read('sets/0/pmds'), f'pmd=0 value={neg(3)} long_reset=0 short_reset={neg(3000)} '
+                         f'last_reset={neg(3000)} switch_cnt=2 switch_left=1\n')
+        self.assertEqual(s.read('sets/1/pmds'), 'pmd=0 value=0 long_reset=0 short_reset=0 last_reset=0 '
+                         'switch_cnt=0 switch_left=0\n')  # used, never written
         self.m.advance(1)  # the second overflow switches to set 1
         self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
         self.assertEqual(s.read('sets/0/info'), info(1, 2000, 0, '0x1'))
@@ -164,6 +171,30 @@ class MultiplexTest(MountTestCase):
         self.assertEqual(s.read('sets/0/info'), info(2, 4000, 0, '0x1'))
         self.assertEqual(s.read('sets/1/info'), info(2, MS, MS))
         self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+
+    @simOnly
+    def test_time_and_overflow_switching_together(self):
+        # perfmon2's PFM_SETFL_TIME_SWITCH | PFM_SETFL_OVFL_SWITCH: whichever comes first.
+        s = self.newSession()
+        pid = self.sleeper()
+        s.mkset(1)
+        s.write('sets/0/switch', 'time 5000 ovfl\n')
+        self.assertEqual(s.read('sets/0/switch'), 'time 5000 ovfl\n')
+        s.write('sets/1/switch', 'time 1000000\n')
+        s.pmc(0, '0x1003c', 0)
+        s.pmd(0, '-3000 short_reset=-3000 switch_cnt=2', 0)  # overflows every 1000 ns
+        s.pmc(0, '0x100c0', 1)
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(2000)  # the second overflow comes before the timeout
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+        self.m.advance(MS)
+        s.pmd(0, '-30000 short_reset=-30000', 0)  # set 0's next overflow is 10000 ns away: time wins
+        self.m.advance(5000)
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+        self.assertEqual(s.read('sets/0/info').split()[:2], ['runs=2', 'duration_ns=7000'])
+        self.assertErrno(errno.EINVAL, s.write, 'sets/0/switch', 'time 5000 ovfl ovfl\n')
+        self.assertErrno(errno.EINVAL, s.write, 'sets/0/switch', 'time 0 ovfl\n')
 
     @simOnly
     def test_phased_events_show_multiplexing_bias(self):

@@ -447,6 +447,50 @@ class OverflowTest(MountTestCase):
         self.assertOvflRecord(os.read(fd, 64), pid, pid, 1000)
         self.assertEqual(ep.poll(0), [])
 
+    def test_pollpri_while_masked_even_with_no_msg(self):
+        # A no_msg notification queues nothing; POLLPRI is how a poller
+        # (libpfm-compat's signal thread) sees it, until restart.
+        s = self.newSession()
+        w = self.worker()
+        s.write('flags', 'no_msg\n')
+        notifying(s, w.pid)
+        fd = os.open(s.path('msg'), os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        p = select.poll()
+        p.register(fd, select.POLLIN | select.POLLPRI)
+        self.assertEqual(p.poll(0), [])
+        self.triggerLater(w)
+        events = p.poll(5000)
+        self.assertEqual(events, [(fd, select.POLLPRI)])  # masked, and no message
+        s.ctl('restart')
+        self.assertEqual(p.poll(0), [])
+
+    def test_edge_triggered_epoll_sees_each_notification_once(self):
+        # One wake-up per notification, whether it queues a message or not:
+        # libpfm-compat sends one signal per edge.
+        for flags in ('', 'no_msg'):
+            with self.subTest(flags=flags):
+                s = self.newSession()
+                w = self.worker()
+                s.write('flags', flags + '\n')
+                notifying(s, w.pid)
+                fd = os.open(s.path('msg'), os.O_RDONLY)
+                self.addCleanup(os.close, fd)
+                ep = select.epoll()
+                self.addCleanup(ep.close)
+                ep.register(fd, select.EPOLLIN | select.EPOLLPRI | select.EPOLLET)
+                self.assertEqual(ep.poll(0), [])
+                for round_ in range(2):
+                    self.triggerLater(w, n=6000 if round_ else 3000)
+                    events = ep.poll(5)
+                    self.assertEqual(len(events), 1)
+                    self.assertTrue(events[0][1] & select.EPOLLPRI)
+                    self.assertEqual(bool(events[0][1] & select.EPOLLIN), flags == '')
+                    self.assertEqual(ep.poll(0.2), [])  # edge-triggered: nothing new until the next one
+                    if flags == '':
+                        self.assertEqual(len(os.read(fd, 64)), 64)
+                    s.ctl('restart')
+
     def test_select_woken_by_an_overflow(self):
         s = self.newSession()
         w = self.worker()

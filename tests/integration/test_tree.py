@@ -47,7 +47,8 @@ class TreeTest(MountTestCase):
         self.assertEqual(self.m.read('pmu/desc/model'), PMU.model + '\n')
         for k, (name, addr, dfl, rsvd) in PMU.pmc_desc.items():
             with self.subTest(pmc=k):
-                self.assertEqual(sorted(os.listdir(f'{desc}/pmc{k}')), ['addr', 'dfl_val', 'name', 'rsvd_msk'])
+                self.assertEqual(sorted(os.listdir(f'{desc}/pmc{k}')), ['addr', 'dfl_val', 'name', 'pmds', 'rsvd_msk'])
+                self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/pmds'), PMU.pmc_pmds[k] + '\n')
                 self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/name'), name + '\n')
                 self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/addr'), addr + '\n')
                 self.assertEqual(self.m.read(f'pmu/desc/pmc{k}/dfl_val'), dfl + '\n')
@@ -104,6 +105,7 @@ class TreeTest(MountTestCase):
         self.assertEqual(s.read('counts'), '')
         self.assertEqual(s.read('sets/0/switch'), 'none\n')
         self.assertEqual(s.read('sets/0/regs'), '')
+        self.assertEqual(s.read('sets/0/pmds'), '')
         self.assertEqual(s.read('sets/0/info'), f'runs=0 duration_ns=0 timeout_ns=0 ovfl_pmds=0x0 {PMU.avail}\n')
         for k in PMU.pmcs:
             self.assertEqual(s.read(f'sets/0/pmc{k}'), '0x0\n')
@@ -119,7 +121,7 @@ class TreeTest(MountTestCase):
 
     def test_session_file_modes(self):
         s = self.newSession()
-        read_only = ['state', 'error', 'counts', 'messages', 'msg', 'sets/0/info']
+        read_only = ['state', 'error', 'counts', 'messages', 'msg', 'sets/0/info', 'sets/0/pmds']
         read_write = ['mode', 'flags', 'sets/0/pmc0', 'sets/0/pmd0', 'sets/0/regs', 'sets/0/switch']
         for rel in read_only + read_write + ['ctl']:
             st = os.stat(s.path(rel))
@@ -316,7 +318,7 @@ class SmallPmuTreeTest(MountTestCase):
         self.assertEqual(self.m.read('pmu/desc/pmd1/width'), '40\n')
         s = self.newSession()
         self.assertEqual(sorted(os.listdir(s.path('sets/0'))),
-                         sorted(['info', 'regs', 'switch', 'pmc0', 'pmc1', 'pmc16', 'pmd0', 'pmd1', 'pmd16',
+                         sorted(['info', 'pmds', 'regs', 'switch', 'pmc0', 'pmc1', 'pmc16', 'pmd0', 'pmd1', 'pmd16',
                                  'pmd17', 'pmd18']))
         self.assertEqual(s.read('sets/0/info'),
                          'runs=0 duration_ns=0 timeout_ns=0 ovfl_pmds=0x0 avail_pmcs=0x10003 avail_pmds=0x70003\n')
@@ -326,8 +328,8 @@ class SmallPmuTreeTest(MountTestCase):
         lines = self.m.read('pmu/events').splitlines()
         self.assertEqual(len(lines), 9)
         self.assertIn('name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x10003 '
-                      'desc="Core cycles while the thread is not halted"', lines)
-        self.assertIn('name=LLC_MISSES code=0x412e pmcs=0x3 desc="Last-level cache misses"', lines)
+                      'desc="Core cycles while the thread is not halted" pmds=0x20003', lines)
+        self.assertIn('name=LLC_MISSES code=0x412e pmcs=0x3 desc="Last-level cache misses" pmds=0x3', lines)
 
 
 class RealClockTreeTest(MountTestCase):
