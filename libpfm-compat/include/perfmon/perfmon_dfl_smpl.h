@@ -1,0 +1,66 @@
+/*
+ * <perfmon/perfmon_dfl_smpl.h>: the types of perfmon2's default sampling
+ * format as libpfm 3.10 declares them, so that programs mentioning them build.
+ * pfmfs does not implement sampling buffers: creating a context with a
+ * format name (pfm_create_context with smpl_name != NULL, or pfm_create with
+ * PFM_FL_SMPL_FMT) fails with EOPNOTSUPP. Overflow notifications (messages
+ * on the descriptor, signals) work without a format.
+ */
+#ifndef PFMFS_PERFMON_PERFMON_DFL_SMPL_H
+#define PFMFS_PERFMON_PERFMON_DFL_SMPL_H
+
+#include "perfmon.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PFM_DFL_SMPL_NAME	"default"
+
+/* format argument at context creation */
+typedef struct {
+	uint64_t buf_size;	/* bytes of the sampling buffer */
+	uint32_t buf_flags;	/* format flags */
+	uint32_t reserved1;	/* unused, zero */
+	uint64_t reserved[6];	/* unused, zero */
+} pfm_dfl_smpl_arg_t;
+
+/* head of the sampling buffer, followed by the entries */
+typedef struct {
+	uint64_t hdr_count;		/* valid entries */
+	uint64_t hdr_cur_offs;		/* offset of the next entry from the buffer start */
+	uint64_t hdr_overflows;		/* times the buffer filled up */
+	uint64_t hdr_buf_size;		/* bytes of the buffer */
+	uint64_t hdr_min_buf_space;	/* room an entry needs (format's own use) */
+	uint32_t hdr_version;		/* format version, PFM_VERSION_MAJOR/MINOR */
+	uint32_t hdr_buf_flags;		/* buf_flags at creation */
+	uint64_t hdr_reserved[10];	/* unused */
+} pfm_dfl_smpl_hdr_t;
+
+/* one sample: this header, then the sampled PMDs' values in index order */
+typedef struct {
+	uint32_t pid;			/* thread id */
+	uint16_t ovfl_pmd;		/* PMD that overflowed */
+	uint16_t reserved;		/* unused */
+	uint64_t last_reset_val;	/* value the PMD was reset to before */
+	uint64_t ip;			/* instruction pointer at the overflow */
+	uint64_t tstamp;		/* time stamp of the overflow */
+	uint16_t cpu;			/* cpu of the overflow */
+	uint16_t set;			/* active set */
+	uint32_t tgid;			/* process id */
+} pfm_dfl_smpl_entry_t;
+
+#define PFM_DFL_SMPL_VERSION_MAJ	1U
+#define PFM_DFL_SMPL_VERSION_MIN	0U
+#define PFM_DFL_SMPL_VERSION \
+	(((PFM_DFL_SMPL_VERSION_MAJ & 0xffff) << 16) | (PFM_DFL_SMPL_VERSION_MIN & 0xffff))
+
+PFM_STATIC_ASSERT_SIZE(pfm_dfl_smpl_arg_t, 64);
+PFM_STATIC_ASSERT_SIZE(pfm_dfl_smpl_hdr_t, 128);
+PFM_STATIC_ASSERT_SIZE(pfm_dfl_smpl_entry_t, 40);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PFMFS_PERFMON_PERFMON_DFL_SMPL_H */

@@ -1,0 +1,29 @@
+// Signals on notifications (fcntl O_ASYNC + F_SETOWN/F_SETOWN_EX/F_SETSIG on
+// the context's descriptor), which FUSE files do not deliver by themselves.
+// A descriptor gets signals while it has an owner: the kernel silently drops
+// O_ASYNC on FUSE files (no fasync operation), so F_GETFL never shows it;
+// F_SETOWN 0 stops the signals.
+//
+// A watcher thread waits on an epoll set holding every context's msg
+// descriptor (edge-triggered: the daemon wakes pollers once per
+// notification, a queued message or a mask under no_msg), reads the owner
+// and signal the program set on that descriptor, and asks a signaller
+// thread to send it. The signaller has a private descriptor table in which
+// it puts a fresh pipe at the same descriptor number, gives it the same
+// owner and signal, and writes one byte: the kernel itself then sends the
+// signal exactly as it would for the program's descriptor (si_code POLL_IN,
+// si_fd, si_band POLLIN|POLLRDNORM, the owner's permission rules), which no
+// sigqueue from another thread may do. Neither thread ever holds a copy of
+// the program's descriptor, so close() still destroys the session.
+#pragma once
+
+#include <stdint.h>
+
+namespace pfmcompat {
+
+// Adds a new context's descriptor; starts the threads on first use (again
+// in a child after fork, for the contexts it creates itself: the parent's
+// threads keep serving the descriptors they share with the child).
+void watchContext(int fd, uint32_t generation);
+
+}  // namespace pfmcompat

@@ -1,0 +1,42 @@
+// State shared by the event-encoding calls: the PMU model that
+// pfm_initialize() loaded, the options of pfm_set_options(), and the
+// messages they allow. Every pfm_* call of pfmlib.h starts from here.
+#pragma once
+
+#include <perfmon/pfmlib.h>
+
+#include <cstddef>
+#include <string>
+
+#include "pmu_model.h"
+
+// The API's definitions: C linkage, visible although the library hides
+// everything else (gnu_symbol_visibility 'hidden').
+#define PFMLIB_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace pfmcompat::pfmlib {
+
+// The model, or nullptr until pfm_initialize() has succeeded. Once set it
+// never changes, so callers may keep the reference without a lock.
+const PmuModel* currentModel();
+
+// The pfmlib type of a model name: PFMLIB_GEN_IA32_PMU for x86 models
+// (intel-arch-*, perf-x86), else PFMLIB_UNKNOWN_PMU.
+int pmuTypeOf(const std::string& model);
+
+// Copies `s` into the caller's buffer of `maxlen` bytes (NUL included).
+// PFMLIB_ERR_FULL when it does not fit: the buffer then holds as much as fits,
+// terminated, for programs that ignore the code.
+int copyName(const std::string& s, char* buf, std::size_t maxlen);
+
+// Clears `out`, then sets the registers of `mask`.
+void toRegmask(RegMask mask, pfmlib_regmask_t* out);
+
+// Lines on stderr, prefixed "libpfm: ", when pfm_set_options() (or the
+// LIBPFM_DEBUG / LIBPFM_VERBOSE environment variables) asked for them.
+bool debugEnabled();
+bool verboseEnabled();
+void debugf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void verbosef(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace pfmcompat::pfmlib
