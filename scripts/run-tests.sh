@@ -31,13 +31,13 @@ setup build
 # Benchmarks first: the unit run after them replaces their log, so the
 # summary counts tests only.
 run build --benchmark --verbose
-run build --suite unit --suite integration
+run build --suite unit --suite integration --suite libpfm
 
 # The integration tests mount this build's pfmfsd, so the daemon itself runs
 # under ASan/UBSan here, with every mount test driving it.
 setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  run build-asan --suite unit --suite integration
+  run build-asan --suite unit --suite integration --suite libpfm
 
 # TSan maps shadow memory at fixed places; without ASLR it works whatever the
 # kernel's mmap randomisation.

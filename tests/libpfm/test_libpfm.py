@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+# test_libpfm.py: libpfm-compat as perfmon2 programs use it. Installs the
+# build into a temporary root (`meson install --destdir`), compiles every C
+# program of tests/libpfm against the installed headers and libpfm.so.3 with
+# pkg-config, as an outside program would be built, and runs each one against
+# a fresh pfmfsd mount (check.h documents the convention). Also compiles the
+# headers alone as C and C++ of several standards, and SIGKILLs churn.c at
+# random moments to prove no session is ever left behind.
+#
+# Run by meson (tests 'libpfm' and 'libpfm-perf'); by hand:
+#   PFMFS_BUILD_ROOT=build PFMFSD=build/fs/pfmfsd python3 tests/libpfm/test_libpfm.py [ProgramTest.test_v3_calls]
+# PFMFS_BACKEND=perf runs the programs whose first line lists `perf`.
+import os
+import random
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'integration'))
+
+import pfmfs_mount  # noqa: E402  (after the path above)
+from pfmfs_mount import BACKEND, Mount, inCi, waitFor  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+SKIP_STATUS = 77
+SESSION_GONE_S = 2.0   # how long a dead program's session may take to go away
+DEFAULT_TIMEOUT_S = 30
+WARNINGS = ['-Wall', '-Wextra', '-Werror']
+
+
+def buildRoot():
+    root = os.environ.get('PFMFS_BUILD_ROOT')
+    if root:
+        return root
+    candidate = os.path.join(REPO, 'build')
+    if os.path.exists(os.path.join(candidate, 'build.ninja')):
+        return candidate
+    raise SystemExit('PFMFS_BUILD_ROOT is not set and there is no build/ to install from')
+
+
+def sanitizeFlags():
+    """-fsanitize= as the build uses it: an ASan-built libpfm.so needs its
+    program linked with ASan too."""
+    value = os.environ.get('PFMFS_SANITIZE', 'none')
+    return [] if value in ('', 'none') else [f'-fsanitize={value}']
+
+
+def run(cmd, **kw):
+    """A build step: fails the test with its output when it fails."""
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise AssertionError(f'{shlex.join(cmd)} exited {p.returncode}:\n{p.stdout}{p.stderr}')
+    return p.stdout
+
+
+# ---- the programs and their first line -------------------------------------------
+
+class Program:
+    """A tests/libpfm/*.c program and what its `// pfmfs-test:` line asks."""
+
+    def __init__(self, path):
+        self.path = path
+        self.name = os.path.splitext(os.path.basename(path))[0]
+        self.backends = ['sim']
+        self.manual_clock = True
+        self.daemon_args = []
+        self.args = []
+        self.env = {}
+        self.timeout = DEFAULT_TIMEOUT_S
+        self.runs = True
+        with open(path) as f:
+            first = f.readline()
+        m = re.match(r'\s*//\s*pfmfs-test:(.*)$', first)
+        if m:
+            for word in m.group(1).split():
+                self._apply(word)
+
+    def _apply(self, word):
+        key, eq, value = word.partition('=')
+        if not eq:
+            raise SystemExit(f'{self.path}: pfmfs-test word {word!r} is not key=value')
+        if key == 'backends':
+            self.backends = value.split(',')
+        elif key == 'clock':
+            self.manual_clock = value == 'manual'
+        elif key == 'daemon-arg':
+            self.daemon_args.append(value)
+        elif key == 'arg':
+            self.args.append(value)
+        elif key == 'env':
+            name, _, val = value.partition('=')
+            self.env[name] = val
+        elif key == 'timeout':
+            self.timeout = int(value)
+        elif key == 'run':
+            self.runs = value != 'no'
+        else:
+            raise SystemExit(f'{self.path}: unknown pfmfs-test key {key!r}')
+
+
+def programs():
+    return [Program(os.path.join(HERE, f)) for f in sorted(os.listdir(HERE)) if f.endswith('.c')]
+
+
+# ---- the installed library ---------------------------------------------------------
+
+class Installed:
+    """The build installed under a temporary root, and how to compile against
+    it: pkg-config's flags for libpfm and the directory of libpfm.so.3."""
+
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix='pfmfs-libpfm-')
+        self.destdir = os.path.join(self.tmp, 'root')
+        self.bin = os.path.join(self.tmp, 'bin')
+        os.mkdir(self.bin)
+        meson = shlex.split(os.environ.get('PFMFS_MESON', 'meson'))
+        run([*meson, 'install', '-C', buildRoot(), '--destdir', self.destdir, '--no-rebuild', '--quiet'])
+        pcs = [os.path.join(d, f) for d, _, files in os.walk(self.destdir) for f in files if f == 'libpfm.pc']
+        if len(pcs) != 1:
+            raise AssertionError(f'meson install put {len(pcs)} libpfm.pc under {self.destdir}')
+        self.pc_dir = os.path.dirname(pcs[0])
+        # The .pc names the configured prefix; the sysroot puts the destdir in
+        # front of its -I and -L paths, as a cross build would.
+        self.pc_env = dict(os.environ, PKG_CONFIG_PATH=self.pc_dir, PKG_CONFIG_SYSROOT_DIR=self.destdir)
+        self.cflags = shlex.split(run(['pkg-config', '--cflags', 'libpfm'], env=self.pc_env))
+        self.libs = shlex.split(run(['pkg-config', '--libs', 'libpfm'], env=self.pc_env))
+        lib_dirs = [f[2:] for f in self.libs if f.startswith('-L')]
+        if not lib_dirs or not os.path.exists(os.path.join(lib_dirs[0], 'libpfm.so.3')):
+            raise AssertionError(f'pkg-config --libs libpfm gave {self.libs}: no libpfm.so.3 there')
+        self.lib_dir = lib_dirs[0]
+        self.include_dir = next(f[2:] for f in self.cflags if f.startswith('-I'))
+        self._built = {}
+        self._lock = threading.Lock()
+
+    def compile(self, source, out, std='gnu11', extra=()):
+        cc = os.environ.get('CC', 'cc')
+        run([cc, f'-std={std}', *WARNINGS, '-g', '-pthread', *sanitizeFlags(), *extra,
+             source, '-o', out, *self.cflags, *self.libs])
+        return out
+
+    def program(self, prog):
+        """The executable of a Program, built once per run (by one thread:
+        another would exec it half-written)."""
+        with self._lock:
+            if prog.name not in self._built:
+                self._built[prog.name] = self.compile(prog.path, os.path.join(self.bin, prog.name))
+            return self._built[prog.name]
+
+    def runEnv(self, mount, extra=None):
+        env = dict(os.environ, PFMFS_MOUNT=mount.mnt, PFMFS_BACKEND=BACKEND,
+                   LD_LIBRARY_PATH=self.lib_dir)
+        env.update(extra or {})
+        return env
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+INSTALLED = None
+
+
+def setUpModule():
+    global INSTALLED
+    INSTALLED = Installed()
+
+
+def tearDownModule():
+    if INSTALLED is not None:
+        INSTALLED.close()
+
+
+def sessions(mount):
+    return sorted(os.listdir(mount.path('sessions')))
+
+
+class LibpfmTestCase(unittest.TestCase):
+    maxDiff = None
+
+    def startMount(self, prog=None):
+        args = prog.daemon_args if prog else []
+        m = Mount(args, manual_clock=prog.manual_clock if prog else True).start()
+        self.addCleanup(self._closeMount, m)
+        return m
+
+    def _closeMount(self, m):
+        if m.proc is not None:
+            m.close()
+
+    def assertNoSessions(self, m, what):
+        """MOUNT/sessions empties within SESSION_GONE_S and pfmfsd lives."""
+        if not waitFor(lambda: not sessions(m), SESSION_GONE_S):
+            self.fail(f'{what}: sessions left after {SESSION_GONE_S} s: {sessions(m)}\n'
+                      f'pfmfsd log (tail):\n{m.log()[-4000:]}')
+        self.assertIsNone(m.proc.poll(), f'{what}: pfmfsd died:\n{m.log()[-4000:]}')
+
+
+# ---- one test per program ------------------------------------------------------------
+
+class ProgramTest(LibpfmTestCase):
+    """Filled below with test_NAME for every program this backend runs."""
+
+    def runProgram(self, prog):
+        exe = INSTALLED.program(prog)
+        m = self.startMount(prog)
+        out_path = os.path.join(INSTALLED.tmp, prog.name + '.out')
+        workdir = tempfile.mkdtemp(prefix=prog.name + '-', dir=INSTALLED.tmp)
+        # Output to a file, not a pipe: a child the program leaves behind for a
+        # moment must not hold the test up by keeping a pipe open.
+        with open(out_path, 'wb') as out:
+            p = subprocess.Popen([exe] + prog.args, env=INSTALLED.runEnv(m, prog.env), cwd=workdir,
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            try:
+                status = p.wait(prog.timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                status = f'killed after its timeout of {prog.timeout} s'
+        with open(out_path, 'rb') as f:
+            output = f.read().decode(errors='replace')
+        if status == SKIP_STATUS and not inCi():
+            self.skipTest(output.strip() or f'{prog.name} exited 77')
+        self.assertEqual(status, 0, f'{prog.name} exited {status} on {BACKEND}; its output:\n{output}\n'
+                         f'pfmfsd log (tail):\n{m.log()[-4000:]}')
+        self.assertNoSessions(m, prog.name)
+
+
+def _programTest(prog):
+    def test(self):
+        self.runProgram(prog)
+    test.__doc__ = f'{prog.name}.c on the {BACKEND} backend'
+    return test
+
+
+for _prog in programs():
+    if _prog.runs and BACKEND in _prog.backends:
+        setattr(ProgramTest, f'test_{_prog.name}', _programTest(_prog))
+
+
+# ---- the headers alone -----------------------------------------------------------------
+
+@pfmfs_mount.simOnly  # the same on every backend: once, in the sim run
+class HeaderTest(unittest.TestCase):
+    """<perfmon/*.h> compile alone, warning-free, as C and C++ of every
+    standard a perfmon2 program may use; headers_c.c and headers_cxx.cpp
+    static_assert the sizes and offsets of the ABI structures."""
+
+    def compileOnly(self, compiler, source, std, extra=()):
+        out = os.path.join(INSTALLED.tmp, f'headers-{std}.o')
+        run([compiler, f'-std={std}', *WARNINGS, *extra, '-c', os.path.join(HERE, source), '-o', out,
+             *INSTALLED.cflags])
+
+    # ISO modes with -pedantic-errors: the headers use no GNU extension.
+    def test_c99(self):
+        self.compileOnly(os.environ.get('CC', 'cc'), 'headers_c.c', 'c99', ['-pedantic-errors'])
+
+    def test_c11(self):
+        self.compileOnly(os.environ.get('CC', 'cc'), 'headers_c.c', 'c11', ['-pedantic-errors'])
+
+    def test_gnu11(self):
+        self.compileOnly(os.environ.get('CC', 'cc'), 'headers_c.c', 'gnu11')
+
+    def test_cxx11(self):
+        self.compileOnly(os.environ.get('CXX', 'c++'), 'headers_cxx.cpp', 'c++11', ['-pedantic-errors'])
+
+    def test_cxx17(self):
+        self.compileOnly(os.environ.get('CXX', 'c++'), 'headers_cxx.cpp', 'c++17', ['-pedantic-errors'])
+
+    def test_cxx20(self):
+        self.compileOnly(os.environ.get('CXX', 'c++'), 'headers_cxx.cpp', 'c++20', ['-pedantic-errors'])
+
+    def test_installed_files(self):
+        """meson install lays out what `#include <perfmon/...>` and `-lpfm`
+        need, with the soname perfmon2 programs were linked against."""
+        for h in ('perfmon.h', 'perfmon_v2.h', 'pfmlib.h', 'perfmon_dfl_smpl.h'):
+            self.assertTrue(os.path.isfile(os.path.join(INSTALLED.include_dir, 'perfmon', h)), h)
+        self.assertEqual(os.readlink(os.path.join(INSTALLED.lib_dir, 'libpfm.so')), 'libpfm.so.3')
+        self.assertEqual(os.readlink(os.path.join(INSTALLED.lib_dir, 'libpfm.so.3')), 'libpfm.so.3.10.0')
+        soname = run(['objdump', '-p', os.path.join(INSTALLED.lib_dir, 'libpfm.so.3.10.0')])
+        self.assertRegex(soname, r'SONAME\s+libpfm\.so\.3\n')
+        self.assertEqual(run(['pkg-config', '--modversion', 'libpfm'], env=INSTALLED.pc_env).strip(), '3.10.0')
+
+    def test_exports_only_the_api(self):
+        """gnu_symbol_visibility hidden: the library exports pfm_* functions
+        and nothing of its C++ insides (no mangled names)."""
+        lib = os.path.join(INSTALLED.lib_dir, 'libpfm.so.3')
+        dyn = run(['nm', '-D', '--defined-only', lib])
+        names = [line.split()[-1] for line in dyn.splitlines() if line.split()[-2] in ('T', 'W', 'D', 'B', 'V')]
+        stray = [n for n in names if not n.startswith('pfm_')]
+        self.assertEqual(stray, [], f'exported beyond the API: {stray}')
+        for api in ('pfm_create_context', 'pfm_write_pmcs', 'pfm_write_pmds', 'pfm_read_pmds',
+                    'pfm_load_context', 'pfm_start', 'pfm_stop', 'pfm_restart', 'pfm_create_evtsets',
+                    'pfm_delete_evtsets', 'pfm_getinfo_evtsets', 'pfm_unload_context', 'pfm_create',
+                    'pfm_write', 'pfm_read', 'pfm_attach', 'pfm_set_state', 'pfm_create_sets',
+                    'pfm_getinfo_sets', 'pfm_initialize', 'pfm_dispatch_events', 'pfm_find_event',
+                    'pfm_find_full_event', 'pfm_get_cycle_event', 'pfm_get_inst_retired_event',
+                    'pfm_strerror'):
+            self.assertIn(api, names)
+
+
+# ---- kill -9 -----------------------------------------------------------------------------
+
+CHURN_STOPS = ['after_mkdir', 'after_create', 'after_write', 'after_load', 'after_start', 'after_read',
+               'after_stop']
+
+
+class ChurnTest(LibpfmTestCase):
+    """churn.c loops over a whole perfmon2 session (create, write, load
+    itself, start, read, stop, close) and sometimes exits mid-way; SIGKILL at
+    any moment must leave no session behind: the library's descriptor is the
+    session's only anchor (autoclose), and a session made but not yet opened
+    dies with the thread that made it."""
+
+    @staticmethod
+    def spawn(m, env):
+        exe = INSTALLED.program(Program(os.path.join(HERE, 'churn.c')))
+        return subprocess.Popen([exe], env=INSTALLED.runEnv(m, env), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def churn(self, m, env):
+        p = self.spawn(m, env)
+        self.addCleanup(self._reap, p)  # a failed test leaves no (stopped) churn behind
+        return p
+
+    @staticmethod
+    def _reap(p):
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
+
+    def waitStopped(self, p, what):
+        """Waits until churn stops itself; fails (after killing it) if it
+        exits instead."""
+        _, status = os.waitpid(p.pid, os.WUNTRACED)
+        if not os.WIFSTOPPED(status):
+            p.returncode = os.waitstatus_to_exitcode(status)  # reaped: let Popen know
+            _, err = p.communicate()
+            self.fail(f'{what}: churn did not stop (status {status:#x}): {err.decode()}')
+
+    def test_kill_at_random(self):
+        seed = int(os.environ.get('PFMFS_CHURN_SEED', random.randrange(1 << 32)))
+        runs = int(os.environ.get('PFMFS_CHURN_RUNS', '100'))
+        print(f'churn: seed {seed} (PFMFS_CHURN_SEED={seed} repeats it), {runs} runs', file=sys.stderr)
+        rng = random.Random(seed)
+        m = self.startMount()
+        exits = kills = 0
+        for i in range(runs):
+            # churn's own choices (when to exit mid-way) follow the seed too.
+            p = self.churn(m, {'PFMFS_CHURN_SEED': str(rng.randrange(1 << 31)), 'PFMFS_CHURN_ITER': '0'})
+            ready = p.stdout.readline()  # after pfm_initialize: kills land in the loop
+            delay = rng.uniform(0, 0.030)
+            time.sleep(delay)
+            what = f'run {i} of seed {seed} (kill after {delay * 1000:.1f} ms)'
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+            out, err = p.communicate()
+            self.assertEqual(ready, b'ready\n', f'{what}: churn did not start: {err.decode()}')
+            if p.returncode == -signal.SIGKILL:
+                kills += 1
+            else:
+                exits += 1
+                self.assertEqual(p.returncode, 0, f'{what}: churn failed: {err.decode()}')
+            self.assertNoSessions(m, what)
+        print(f'churn: {kills} killed, {exits} exited by themselves', file=sys.stderr)
+        self.assertGreater(kills, runs // 2)
+
+    def test_kill_at_each_step(self):
+        """churn stops itself (SIGSTOP) at a chosen step; the session is there
+        while it is stopped and gone once it is killed. after_mkdir is the
+        library's first step done by hand: mkdir mode 01700, msg not opened."""
+        m = self.startMount()
+        for stop in CHURN_STOPS:
+            with self.subTest(stop=stop):
+                p = self.churn(m, {'PFMFS_CHURN_STOP': stop, 'PFMFS_CHURN_ITER': '1'})
+                self.waitStopped(p, stop)
+                self.assertEqual(len(sessions(m)), 1, f'{stop}: {sessions(m)}')
+                p.send_signal(signal.SIGKILL)
+                p.communicate()
+                self.assertEqual(p.returncode, -signal.SIGKILL)
+                self.assertNoSessions(m, f'killed {stop}')
+
+    def test_thread_that_made_it_exits(self):
+        """A thread makes a session (mkdir 01700) and exits without opening
+        msg while its process lives on (stopped): the session goes."""
+        m = self.startMount()
+        p = self.churn(m, {'PFMFS_CHURN_STOP': 'thread_mkdir', 'PFMFS_CHURN_ITER': '1'})
+        self.waitStopped(p, 'thread_mkdir')
+        self.assertNoSessions(m, 'a thread made a session and exited')
+
+
+    def test_new_context_right_after_close(self):
+        """perfmon2's close() has ended the context when it returns, so a
+        program may close one and load the next on the same thread at once.
+        churn does that 3000 times while busy loops take every CPU and other
+        churns are killed around it: FUSE sends the release of a closed file
+        asynchronously, late on a loaded machine, and the library must not
+        let that show (no EBUSY from a context already closed)."""
+        m = self.startMount()
+        done = threading.Event()
+        hogs = [subprocess.Popen(['sh', '-c', 'while :; do :; done']) for _ in range(os.cpu_count() or 1)]
+        for hog in hogs:
+            self.addCleanup(hog.wait)
+            self.addCleanup(hog.kill)
+
+        def killer():
+            while not done.is_set():
+                victim = self.spawn(m, {'PFMFS_CHURN_ITER': '0'})
+                time.sleep(0.01)
+                victim.kill()
+                victim.communicate()
+
+        t = threading.Thread(target=killer, daemon=True)
+        t.start()
+        try:
+            p = self.churn(m, {'PFMFS_CHURN_ITER': '3000'})
+            _, err = p.communicate(timeout=240)
+        finally:
+            done.set()
+            t.join()
+        self.assertEqual(p.returncode, 0, f'churn failed: {err.decode()}')
+        self.assertNoSessions(m, 'after 3000 sessions in a row')
+
+if __name__ == '__main__':
+    pfmfs_mount.main()
