@@ -266,6 +266,7 @@ struct Op {
   std::function<void()> run;
   bool library = false;  // a libpfm call: also against the pmd pread
   int by_hand = -1;      // the op doing the same on the mount directly
+  int requests = 1;      // FUSE requests it sends: one per write or read (counted with pfmfsd -d)
 };
 
 // Every op warmed up, then all of them in turn in ten blocks, so that the
@@ -302,17 +303,17 @@ void startWatchdog() {
 
 void printTable(const std::vector<Op>& ops, const std::vector<Stats>& st) {
   fmt::print("\n{:<34} {:>10} {:>10} {:>8} {:>11} {:>6}  {}\n", "what", "median ns", "p99 ns", "x floor",
-             "x pmd pread", "trips", "x by hand");
+             "x pmd pread", "reqs", "x by hand");
   for (std::size_t k = 0; k < ops.size(); ++k) {
     const double to_floor = st[k].median / st[0].median;
     fmt::print("{:<34} {:>10.0f} {:>10.0f} {:>8.3f} {:>11} {:>6}  {}\n", ops[k].what, st[k].median, st[k].p99,
                to_floor, ops[k].library ? fmt::format("{:.3f}", st[k].median / st[1].median) : "-",
-               std::lround(to_floor),
+               ops[k].requests,
                ops[k].by_hand >= 0 ? fmt::format("{:.3f}", st[k].median / st[ops[k].by_hand].median) : "-");
   }
-  fmt::print("(trips: the FUSE round trips a median implies, its ratio to the floor rounded: a long `regs` "
-             "text costs the daemon more to parse, not another trip; x by hand: against the same file read or "
-             "written directly, the pmds pread, regs write or ctl pair before it)\n");
+  fmt::print("(reqs: the FUSE requests one call sends, as pfmfsd -d counts them: a long `regs` text costs the "
+             "daemon more to parse, not another request; x by hand: against the same file read or written "
+             "directly, the pmds pread, regs write or ctl pair before it)\n");
 }
 
 }  // namespace
@@ -445,11 +446,13 @@ int main(int argc, char* argv[]) {
       {"pfm_write PFM_RW_PMD, 4 PMDs",
        [&] { expectCall(pfm_write(fd, 0, PFM_RW_PMD, pmrs, sizeof pmrs), "pfm_write PFM_RW_PMD of 4 PMDs"); }, true,
        8},
-      {"floor write pair", [&] { writeFd(floor_fd, "1\n", floor_value); writeFd(floor_fd, "2\n", floor_value); }},
+      {"floor write pair", [&] { writeFd(floor_fd, "1\n", floor_value); writeFd(floor_fd, "2\n", floor_value); },
+       false, -1, 2},
       {"pfmfs write ctl stop + start",
-       [&] { writeFd(ctl_fd, "stop\n", ctl_path); writeFd(ctl_fd, "start\n", ctl_path); }},
+       [&] { writeFd(ctl_fd, "stop\n", ctl_path); writeFd(ctl_fd, "start\n", ctl_path); }, false, -1, 2},
       {"pfm_stop + pfm_start",
-       [&] { expectCall(pfm_stop(fd), "pfm_stop"); expectCall(pfm_start(fd, nullptr), "pfm_start"); }, true, 11},
+       [&] { expectCall(pfm_stop(fd), "pfm_stop"); expectCall(pfm_start(fd, nullptr), "pfm_start"); }, true, 11,
+       2},
   };
   const std::vector<Stats> st = measureAll(z, ops);
 
