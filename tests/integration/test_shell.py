@@ -57,7 +57,7 @@ class ShellTest(MountTestCase):
         self.assertEqual(out, (
             'counts\nctl\nerror\nflags\nmessages\nmode\nmsg\nsets\nstate\n'
             'sets:\n0\n\nsets/0:\ninfo\npmc0\npmc1\npmc16\npmc2\npmc3\npmd0\npmd1\npmd16\npmd17\npmd18\npmd2\npmd3\n'
-            'regs\nswitch\n'
+            'pmds\nregs\nswitch\n'
             'pmc0 0x1003c\npmc1 0x100c0\npmc16 0x222\n'
             f'state=active mode=thread target={pid} set=0 queued=0 lost=0\n'
             '3000000\n2000000\n2000000\n3000000\n2500000\n'
