@@ -429,18 +429,23 @@ class StickyMkdirTest(MountTestCase):
         self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3))
 
     def test_an_open_message_file_outlives_the_creating_thread(self):
+        # Another thread makes the session and waits; this one opens msg;
+        # then the maker exits: the handle, not the maker, holds it now.
         name = self.name()
         path = self.m.path('sessions', name)
-        t = threading.Thread(target=os.mkdir, args=(path, 0o1700))
+        made, opened = threading.Event(), threading.Event()
+
+        def maker():
+            os.mkdir(path, 0o1700)
+            made.set()
+            opened.wait(5)
+
+        t = threading.Thread(target=maker)
         t.start()
+        made.wait(5)
+        fd = os.open(os.path.join(path, 'msg'), os.O_RDONLY)
+        opened.set()
         t.join()
-        # The thread is gone; the daemon may already have destroyed the
-        # session, or this open wins the race. Either way nothing is left
-        # once the handle closes.
-        try:
-            fd = os.open(os.path.join(path, 'msg'), os.O_RDONLY)
-        except FileNotFoundError:
-            return
         time.sleep(0.2)
         self.assertTrue(os.path.isdir(path))  # held by the handle, not by its creator
         os.close(fd)
