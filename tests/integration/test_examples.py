@@ -138,9 +138,11 @@ class ExampleTest(unittest.TestCase):
         reads it around each enable and disable. The two differ by what the
         thread runs between the engine's read and its ioctl: microseconds per
         switch or restart on an idle machine, milliseconds when the daemon
-        waits for a CPU (the read comes before the enable, so mostly less)."""
+        waits for a CPU (the read comes before the enable, so mostly less).
+        A sanitized daemon on a busy 2-cpu machine was seen 7 ms over in a
+        1 s run: the bound is 2% of the running time plus 1 ms."""
         self.assertGreater(task_clock, 0, what)
-        self.assertLessEqual(task_clock, running_ns + 1_000_000, what)
+        self.assertLessEqual(task_clock, running_ns + running_ns // 50 + 1_000_000, what)
         self.assertGreaterEqual(task_clock, running_ns // 4, what)
 
 

@@ -738,7 +738,9 @@ class SystemModeTest(PerfTestCase):
         c0 = s.readPmd(1)
         r = w.cmd('s 30 500')
         c1 = s.readPmd(1)
-        self.assertGreaterEqual(r['nvcsw'], 30)
+        # Nearly every sleep blocks (one was seen to expire before the
+        # switch under load); what pfmfs must match is the kernel's count.
+        self.assertGreaterEqual(r['nvcsw'], 25)
         self.assertGreaterEqual(c1 - c0, r['nvcsw'])
         f0 = s.readPmd(2)
         self.assertEqual(w.cmd('t 200'), {'minflt': 200, 'cpu': cpu})
