@@ -39,15 +39,24 @@ bool firstOfSet(size_t i, KeyOf key) {
   return true;
 }
 
+// What every vector call checks first: one register number out of range
+// fails the whole call before anything is read or written, and an empty
+// vector does nothing. 1 when there is work and `scratch` has its room, else
+// the call's result (0 or -errno).
+template <class KeyOf>
+int startVector(size_t n, KeyOf key, const ScratchBuffer& scratch) {
+  for (size_t i = 0; i < n; ++i)
+    if (key(i).num >= kMaxRegs) return -EINVAL;
+  if (n == 0) return 0;
+  return scratch.data() ? 1 : -ENOMEM;
+}
+
 // Appends each element's line to one `regs` write per set; a register seen
 // twice in a group, or a full buffer, closes the write and opens the next.
 template <class KeyOf, class LineOf>
 int writeGrouped(Context& c, size_t n, KeyOf key, LineOf line) {
-  for (size_t i = 0; i < n; ++i)
-    if (key(i).num >= kMaxRegs) return -EINVAL;
-  if (n == 0) return 0;
   ScratchBuffer scratch;
-  if (!scratch.data()) return -ENOMEM;
+  if (int r = startVector(n, key, scratch); r <= 0) return r;
   for (size_t i = 0; i < n; ++i) {
     if (!firstOfSet(i, key)) continue;
     const uint16_t set = key(i).set;
@@ -264,11 +273,8 @@ int writePmds(Context& c, const void* vec, size_t n, PmdGetter get) {
 
 int readPmds(Context& c, void* vec, size_t n, KeyGetter key_of, PmdSetter put) {
   auto key = [&](size_t i) { return key_of(vec, i); };
-  for (size_t i = 0; i < n; ++i)
-    if (key(i).num >= kMaxRegs) return -EINVAL;
-  if (n == 0) return 0;
   ScratchBuffer scratch;
-  if (!scratch.data()) return -ENOMEM;
+  if (int r = startVector(n, key, scratch); r <= 0) return r;
   // The snapshots of the first sets are kept for the second pass; sets past
   // the kept area are read into the transient tail, and read again to fill.
   constexpr size_t kTransient = 16 * 1024;  // > the largest `pmds` (64 lines)
@@ -338,11 +344,8 @@ int readPmds(Context& c, void* vec, size_t n, KeyGetter key_of, PmdSetter put) {
 
 int readPmcs(Context& c, void* vec, size_t n, KeyGetter key_of, PmcSetter put) {
   auto key = [&](size_t i) { return key_of(vec, i); };
-  for (size_t i = 0; i < n; ++i)
-    if (key(i).num >= kMaxRegs) return -EINVAL;
-  if (n == 0) return 0;
   ScratchBuffer scratch;
-  if (!scratch.data()) return -ENOMEM;
+  if (int r = startVector(n, key, scratch); r <= 0) return r;
   for (size_t i = 0; i < n; ++i) {
     if (!firstOfSet(i, key)) continue;
     const uint16_t set = key(i).set;
