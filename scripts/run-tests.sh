@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds pfmfs and runs every test: unit and mount (integration) tests in a
 # plain build (with the benchmarks once, as a check that they run) and in an
-# ASan/UBSan build, and the unit tests again in a TSan build. Ends with one line "tests: N passed, M failed, K skipped"; exits non-zero
-# on any failure, and on any skip when CI=true (CI must run every test).
+# ASan/UBSan build, and the unit tests again in a TSan build. Ends with the
+# lines "benchmarks: N passed, M failed" and "tests: N passed, M failed, K
+# skipped", after one naming each failure; exits non-zero on any failure, and
+# on any skip when CI=true (CI must run every test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,9 +30,12 @@ run() {  # run DIR [meson test options...]
 }
 
 setup build
-# Benchmarks first: the unit run after them replaces their log, so the
-# summary counts tests only.
+# Benchmarks first; their log is kept aside, since the unit run after them
+# starts with an empty log folder, and the summary reports them on a line
+# of their own.
 run build --benchmark --verbose
+mkdir -p build/summary
+cp build/meson-logs/testlog.json build/summary/benchmarks.json 2>/dev/null || rm -f build/summary/benchmarks.json
 run build --suite unit --suite integration --suite libpfm
 
 # The integration tests mount this build's pfmfsd, so the daemon itself runs
@@ -46,20 +51,36 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run build-tsan --suite unit --wrapper "setarch $(uname -m) -R"
 
 python3 - build build-asan build-tsan <<'PY' || status=1
+# One line for the benchmarks and one for the tests, each failure named, so
+# that the last lines of a long log say what went wrong.
 import glob, json, os, sys
+def tally(logs, where):
+    passed = failed = skipped = 0
+    for line in (l for log in logs for l in open(log)):
+        r = json.loads(line)
+        if r["result"] in ("OK", "EXPECTEDFAIL"): passed += 1
+        elif r["result"] == "SKIP": skipped += 1
+        else:
+            failed += 1
+            print(f"FAILED: {where} {r['name']} ({r['result']}), its last lines:")
+            for l in ((r.get("stdout") or "") + (r.get("stderr") or "")).splitlines()[-6:]: print(f"    {l}")
+    return passed, failed, skipped
+bench = "build/summary/benchmarks.json"
+if os.path.exists(bench):
+    bp, bf, _ = tally([bench], "benchmark")
+else:
+    print("FAILED: the benchmarks left no log"); bp, bf = 0, 1
 passed = failed = skipped = 0
 for d in sys.argv[1:]:
     logs = glob.glob(os.path.join(d, "meson-logs", "*.json"))
     if not logs:
-        print(f"{d}: no test log", file=sys.stderr)
+        print(f"FAILED: {d} left no test log")
         failed += 1
-    for line in (l for log in logs for l in open(log)):
-        r = json.loads(line)["result"]
-        if r in ("OK", "EXPECTEDFAIL"): passed += 1
-        elif r == "SKIP": skipped += 1
-        else: failed += 1
+    p, f, s = tally(logs, d)
+    passed, failed, skipped = passed + p, failed + f, skipped + s
+print(f"benchmarks: {bp} passed, {bf} failed")
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
 ci = os.environ.get("CI") == "true"
-sys.exit(1 if failed or (ci and skipped) else 0)
+sys.exit(1 if bf or failed or (ci and skipped) else 0)
 PY
 exit $status
