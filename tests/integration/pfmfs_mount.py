@@ -217,6 +217,36 @@ class BackendLoader(unittest.TestLoader):
         return kept
 
 
+class HiddenTime:
+    """Time a cpu spent on interrupts and, on a VM, taken by the host (steal),
+    from /proc/stat. perf's task-clock runs on while a thread is current, so
+    it includes that time; the thread's own CPU time
+    (CLOCK_THREAD_CPUTIME_ID) leaves it out. A comparison of the two allows
+    what a cpu saw of it between two points, and only that."""
+
+    TICK_NS = 1_000_000_000 // os.sysconf('SC_CLK_TCK')
+
+    def __init__(self, cpu=None):
+        """One cpu's time, or with cpu=None every cpu's: a bound for a thread
+        that may run anywhere."""
+        self.cpu = cpu
+        self.start = self._read()
+
+    def _read(self):
+        with open('/proc/stat') as f:
+            for line in f:
+                fields = line.split()
+                if fields[0] == ('cpu' if self.cpu is None else f'cpu{self.cpu}'):
+                    irq, softirq, steal = (int(x) for x in fields[6:9])
+                    return irq + softirq + steal
+        raise AssertionError(f'no line for cpu {self.cpu} in /proc/stat')
+
+    def ns(self):
+        """Since construction, rounded up to whole ticks; 0 when none."""
+        ticks = self._read() - self.start
+        return (ticks + 1) * self.TICK_NS if ticks else 0
+
+
 def onlineCpus():
     """The online cpus, from /sys (the same source the daemon uses)."""
     with open('/sys/devices/system/cpu/online') as f:

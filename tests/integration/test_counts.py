@@ -12,7 +12,7 @@ import sys
 import time
 
 import pfmfs_mount
-from pfmfs_mount import PMU, SIM, MountTestCase, countsLine, neg, parseKv, simOnly, stateLine
+from pfmfs_mount import PMU, SIM, HiddenTime, MountTestCase, countsLine, neg, parseKv, simOnly, stateLine
 
 AVAIL = PMU.avail
 
@@ -394,7 +394,8 @@ def cpuNs(pid):
 class RealClockCountsTest(MountTestCase):
     """Without the manual clock a thread's time is its CPU time: cycles are
     3 per ns of it, within the CPU time measured around the experiment (perf:
-    task-clock is that time, within 5%)."""
+    task-clock is that time, within 5% and the cpus' interrupt and steal
+    time)."""
 
     manual_clock = False
 
@@ -408,6 +409,7 @@ class RealClockCountsTest(MountTestCase):
             s.pmc(16, '0x200')  # reference cycles, 2.5/ns
         else:
             s.pmc(0, 'TASK_CLOCK')  # 1 per ns
+        hidden = HiddenTime()
         c0 = cpuNs(burn.pid)
         s.ctl(f'load {burn.pid}')
         s.ctl('start')
@@ -418,10 +420,11 @@ class RealClockCountsTest(MountTestCase):
         c3 = cpuNs(burn.pid)
         self.assertGreater(c2 - c1, 50_000_000)  # the burner ran
         if not SIM:
-            # perf's task-clock and the scheduler's CPU time are two clocks
-            # (task-clock counts interrupt and steal time in): within 5%.
+            # perf's task-clock and the scheduler's CPU time are two clocks:
+            # task-clock counts interrupt and steal time in, as much as the
+            # cpus saw of it (4% on a busy VM), which is allowed on top of 5%.
             self.assertGreaterEqual(cycles, 0.95 * (c2 - c1))
-            self.assertLessEqual(cycles, 1.05 * (c3 - c0))
+            self.assertLessEqual(cycles, 1.05 * (c3 - c0) + hidden.ns())
             s.ctl('stop')
             stopped = s.readPmd(0)
             self.assertGreaterEqual(stopped, cycles)

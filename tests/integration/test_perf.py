@@ -35,7 +35,7 @@ import sys
 import time
 
 import pfmfs_mount
-from pfmfs_mount import (TEST_USER, Mount, MountTestCase, daemonPath, inCi, neg, parseKv, runAs, stateLine,
+from pfmfs_mount import (TEST_USER, HiddenTime, Mount, MountTestCase, daemonPath, inCi, neg, parseKv, runAs, stateLine,
                          userIds, waitFor)
 
 MS = 1_000_000
@@ -202,34 +202,6 @@ def clockSlack(cpu_ns, before, after, hidden):
     between two ThreadSnapshots: 5%, the switches' share and the cpu's
     hidden time (HiddenTime)."""
     return cpu_ns * 0.05 + (after.switches - before.switches) * SWITCH_NS + hidden.ns()
-
-
-class HiddenTime:
-    """Time a cpu spent on interrupts and, on a VM, taken by the host (steal),
-    from /proc/stat. perf's task-clock runs on while a thread is current, so
-    it includes that time; the thread's own CPU time
-    (CLOCK_THREAD_CPUTIME_ID) leaves it out. A comparison of the two allows
-    what a cpu saw of it between two points, and only that."""
-
-    TICK_NS = 1_000_000_000 // os.sysconf('SC_CLK_TCK')
-
-    def __init__(self, cpu):
-        self.cpu = cpu
-        self.start = self._read()
-
-    def _read(self):
-        with open('/proc/stat') as f:
-            for line in f:
-                fields = line.split()
-                if fields[0] == f'cpu{self.cpu}':
-                    irq, softirq, steal = (int(x) for x in fields[6:9])
-                    return irq + softirq + steal
-        raise AssertionError(f'no cpu{self.cpu} in /proc/stat')
-
-    def ns(self):
-        """Since construction, rounded up to whole ticks; 0 when none."""
-        ticks = self._read() - self.start
-        return (ticks + 1) * self.TICK_NS if ticks else 0
 
 
 class PerfMount(Mount):
