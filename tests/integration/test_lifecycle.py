@@ -636,11 +636,14 @@ class DaemonTest(MountTestCase):
 
     def test_sigkill_leaves_no_mount_behind(self):
         # auto_unmount: fusermount3 unmounts when the daemon dies, however.
+        # It is a process of its own that must be scheduled: a busy machine
+        # was seen to take over 5 s, so the wait is generous (it ends at once
+        # when the mount goes).
         m = self.startMount()
         self.activeSession(m)
         m.sendSignal(signal.SIGKILL)
         self.assertEqual(m.waitExit(), -signal.SIGKILL)
-        self.assertTrue(waitFor(lambda: not os.path.ismount(m.mnt), timeout=5.0),
+        self.assertTrue(waitFor(lambda: not os.path.ismount(m.mnt), timeout=30.0),
                         'the mount outlived a killed daemon')
         m._cleanupAfterFailure()
         m.proc = None
