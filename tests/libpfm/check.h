@@ -273,6 +273,22 @@ static inline int wait_sessions(int n, int timeout_ms)
 	return count;
 }
 
+/* To call on a thread before the first signal can reach it. GCC 12's
+ * ThreadSanitizer runtime makes a thread's signal state lazily, at its first
+ * blocking call, and a signal that arrives while it does so is lost: the
+ * runtime's handler makes a second state, queues the signal there, and the
+ * interrupted call then installs its own (later runtimes take the race with a
+ * compare-and-swap). Traced with the kernel's signal tracepoints: the signal
+ * was delivered to the thread, the runtime's handler ran, the program's
+ * never did. One blocking call at a quiet moment makes that state; anywhere
+ * else it is a zero-length sleep. */
+static inline void signals_ready(void)
+{
+	struct timespec zero = { 0, 0 };
+
+	nanosleep(&zero, NULL);
+}
+
 /* The calling thread's id (glibc's gettid() needs 2.30; this works on any). */
 static inline pid_t tid_self(void)
 {

@@ -94,6 +94,7 @@ int main(void)
 	CHECK_OK(pfm_write_pmds(ctx_fd, &pd, 1));
 
 	CHECK_OK(sigaction(SIGIO, &sa, NULL));
+	signals_ready();
 	CHECK_OK(fcntl(ctx_fd, F_SETOWN, getpid()));
 	CHECK_OK(fcntl(ctx_fd, F_SETFL, fcntl(ctx_fd, F_GETFL) | O_ASYNC | O_NONBLOCK));
 

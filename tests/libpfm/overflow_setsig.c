@@ -93,6 +93,7 @@ static void *monitor(void *arg)
 	CHECK_OK(pfm_write_pmcs(ctx_fd, &pc, 1));
 	CHECK_OK(pfm_write_pmds(ctx_fd, &pd, 1));
 
+	signals_ready();
 	CHECK_OK(fcntl(ctx_fd, F_SETSIG, SIGRTMIN + 1));
 	CHECK_OK(fcntl(ctx_fd, F_SETOWN_EX, &owner));
 	CHECK_OK(fcntl(ctx_fd, F_SETFL, fcntl(ctx_fd, F_GETFL) | O_ASYNC));
