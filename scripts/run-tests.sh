@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds pfmfs and runs every test: unit and mount (integration) tests in a
-# plain build (with the benchmarks once, as a check that they run) and in an
-# ASan/UBSan build, and the unit tests again in a TSan build. Ends with the
+# Builds pfmfs and runs every test: unit, mount (integration) and libpfm
+# tests in a plain build (with the benchmarks once, as a check that they run),
+# in an ASan/UBSan build and in a TSan build. Ends with the
 # lines "benchmarks: N passed, M failed" and "tests: N passed, M failed, K
 # skipped", after one naming each failure; exits non-zero on any failure, and
 # on any skip when CI=true (CI must run every test).
@@ -44,11 +44,14 @@ setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   run build-asan --suite unit --suite integration --suite libpfm
 
-# TSan maps shadow memory at fixed places; without ASLR it works whatever the
-# kernel's mmap randomisation.
+# The same again under TSan: the daemon's FUSE workers, ticker and watchers
+# race each other under every mount test, and the library's notifier threads
+# under the C programs. TSan maps shadow memory at fixed places; without ASLR
+# (setarch -R, which the daemons and programs the tests start inherit) it
+# works whatever the kernel's mmap randomisation.
 setup build-tsan -Db_sanitize=thread
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  run build-tsan --suite unit --wrapper "setarch $(uname -m) -R"
+  run build-tsan --suite unit --suite integration --suite libpfm --wrapper "setarch $(uname -m) -R"
 
 python3 - build build-asan build-tsan <<'PY' || status=1
 # One line for the benchmarks and one for the tests, each failure named, so
