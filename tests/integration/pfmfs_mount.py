@@ -572,6 +572,32 @@ class Worker:
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline()
         assert answer == 'ok\n', f'worker {self.pid} answered {answer!r} to {line!r}'
+        self._waitAsleep()
+
+    def _waitAsleep(self, timeout=5.0):
+        """Returns once the target thread sleeps on its stdin again. After
+        its "ok" it still runs a little on its way back to the read, and on
+        a busy machine that can come late; on perf its time (enabled_ns,
+        running_ns) moves meanwhile, which a test comparing two snapshots
+        would take for a change. Asleep: state S and no CPU time for 1 ms."""
+        base = f'/proc/{self.pid}/task/{self.tid}'
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                with open(f'{base}/stat') as f:
+                    state = f.read().rsplit(')', 1)[1].split()[0]
+                with open(f'{base}/schedstat') as f:
+                    ran = f.read().split()[0]
+                if state == 'S':
+                    time.sleep(0.001)
+                    with open(f'{base}/schedstat') as f:
+                        if f.read().split()[0] == ran:
+                            return
+                else:
+                    time.sleep(0.0002)
+        except OSError:
+            return  # the thread is gone: nothing more can move
+        raise AssertionError(f'worker {self.pid} thread {self.tid} still running {timeout} s after its answer')
 
     def faults(self, process=False):
         """The page faults (minor and major) the target thread took so far;

@@ -132,7 +132,7 @@ class ExampleTest(unittest.TestCase):
             rows.append((ev, int(count), int(running)))
         return rows
 
-    def assertCpuTime(self, task_clock, running_ns, what):
+    def assertCpuTime(self, task_clock, running_ns, what, masks=0):
         """perf: TASK_CLOCK counts the thread's CPU time while its group is
         enabled; the set's running time is the same CPU time as the engine
         reads it around each enable and disable. The two differ by what the
@@ -140,9 +140,11 @@ class ExampleTest(unittest.TestCase):
         switch or restart on an idle machine, milliseconds when the daemon
         waits for a CPU (the read comes before the enable, so mostly less).
         A sanitized daemon on a busy 2-cpu machine was seen 7 ms over in a
-        1 s run: the bound is 2% of the running time plus 1 ms."""
+        1 s run: the bound is 2% of the running time plus 1 ms. Each of
+        `masks` overflow notifications (a disable, then an enable at restart)
+        adds 1 ms more: a TSan-built daemon was seen 1.85 ms over after 5."""
         self.assertGreater(task_clock, 0, what)
-        self.assertLessEqual(task_clock, running_ns + running_ns // 50 + 1_000_000, what)
+        self.assertLessEqual(task_clock, running_ns + running_ns // 50 + 1_000_000 * (1 + masks), what)
         self.assertGreaterEqual(task_clock, running_ns // 4, what)
 
 
@@ -497,7 +499,7 @@ class RealClockTest(ExampleTest):
             self.assertEqual(list(summary), ["samples", "period", "task_clock", "enabled_ns"])
             self.assertGreaterEqual(enabled, 4_000_000)
             self.assertLess(enabled, 200_000_000)
-            self.assertCpuTime(int(summary["task_clock"]), enabled, lines)
+            self.assertCpuTime(int(summary["task_clock"]), enabled, lines, masks=5)
         self.assertTrue(processGone(pid), "the busy loop outlived the script")
 
     def test_overflow_period_and_event_of_a_thread(self):
@@ -538,7 +540,7 @@ class RealClockTest(ExampleTest):
             self.assertLessEqual(abs(enabled - 3_000_000), 3 * 20)
         else:
             self.assertGreater(enabled, 0)
-            self.assertCpuTime(int(summary["task_clock"]), enabled, lines)
+            self.assertCpuTime(int(summary["task_clock"]), enabled, lines, masks=3)
 
     def test_overflow_reports_the_thread_exit(self):
         target = self.spawn("sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done")
