@@ -19,7 +19,8 @@ empty tmpfs and /etc, /var, /root, /home are writable overlays whose changes
 are lost. $PFMFS_VM_WORK/share (default build/vm/share) and every --rw DIR
 are writable host directories at the same paths. --env passes a variable
 (NAME alone: its value here). Environment: PFMFS_VM_WORK (cache, logs),
-PFMFS_VM_KERNEL (version or vmlinuz path), PFMFS_VM_CPU (QEMU -cpu).
+PFMFS_VM_KERNEL (version or vmlinuz path), PFMFS_VM_CPU (QEMU -cpu),
+PFMFS_VM_ACCEL (QEMU -accel, default tcg,thread=single), PFMFS_VM_SMP (2).
 EOF
 }
 
@@ -174,16 +175,22 @@ esc() { printf '%s' "${1//,/,,}"; }
 # A 9p share: TAG HOSTDIR [readonly=on]. multidevs=remap: / spans several
 # host filesystems, whose inode numbers would otherwise collide in the guest.
 virtfs() { echo "local,path=$(esc "$2"),mount_tag=$1,security_model=none,multidevs=remap${3:+,$3}"; }
-qemu=(qemu-system-x86_64 -accel tcg -machine pc -smp 2 -m "$mem_mb"
+# thread=single: one host thread runs both vCPUs in turn. Multi-threaded TCG
+# pays for every cross-CPU TLB flush and wake-up with a stop of all vCPUs; on
+# a 2-core host that made the mount tests 4 times slower.
+qemu=(qemu-system-x86_64 -accel "${PFMFS_VM_ACCEL:-tcg,thread=single}" -machine pc
+  -smp "${PFMFS_VM_SMP:-2}" -m "$mem_mb"
   # Intel family 6: the helper module expects the P6/arch-perfmon MSRs.
   # model 94 is a Skylake client; TCG has no PMU and CPUID 0xA stays empty.
   -cpu "${PFMFS_VM_CPU:-qemu64,vendor=GenuineIntel,family=6,model=94,stepping=3,-svm}"
   -nodefaults -no-user-config -display none -serial stdio -no-reboot
-  -pidfile "$qpidfile"
+  -pidfile "$qpidfile" -sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny
   -kernel "$VM_VMLINUZ" -initrd "$initrd"
   # panic=-1: a panic reboots, and -no-reboot makes that QEMU's exit.
   # loglevel=5 keeps warnings, oopses and their traces, drops the info chatter.
-  -append "console=ttyS0 nmi_watchdog=0 panic=-1 loglevel=5 $append")
+  # mitigations=off: page-table isolation alone made syscalls 10 times dearer
+  # under TCG, and a throwaway test VM has nothing to protect.
+  -append "console=ttyS0 nmi_watchdog=0 panic=-1 loglevel=5 mitigations=off $append")
 qemu+=(-virtfs "$(virtfs pfmfs_root / readonly=on)" -virtfs "$(virtfs pfmfs_ctl "$run")")
 i=0
 for d in "$VM_WORK/share" "${rw_dirs[@]}"; do
