@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sched.c - the scheduler's tracepoints: sched_switch saves and loads the
+ * images of monitored threads, sched_process_exit reports and detaches an
+ * attached thread, sched_process_fork reports its children.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/pid_namespace.h>
+#include <linux/sched.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/tracepoint.h>
+#include <linux/workqueue.h>
+
+#include "pfh.h"
+
+static void pfh_probe_switch(void *data, bool preempt,
+			     struct task_struct *prev,
+			     struct task_struct *next,
+			     unsigned int prev_state)
+{
+	struct pfh_target *tprev, *tnext;
+	struct pfh_cpu *pc;
+
+	if (!atomic_read(&pfh_nr_threads))
+		return;
+	rcu_read_lock();
+	tprev = pfh_find_thread(prev);
+	tnext = pfh_find_thread(next);
+	if (tprev || tnext) {
+		pc = this_cpu_ptr(&pfh_cpus);
+		if (tprev)
+			pfh_image_save(pc, tprev, true);
+		if (tnext)
+			pfh_image_load(pc, tnext, true);
+	}
+	rcu_read_unlock();
+}
+
+/* Detaches the threads that exited, in process context. */
+static void pfh_reap_fn(struct work_struct *work)
+{
+	struct pfh_target *t, *next;
+	struct pfh_file *f;
+
+	mutex_lock(&pfh_mutex);
+	list_for_each_entry(f, &pfh_files, node)
+		list_for_each_entry_safe(t, next, &f->targets, node)
+			if (test_bit(PFH_T_EXITED, &t->flags))
+				pfh_detach(t);
+	mutex_unlock(&pfh_mutex);
+}
+
+static DECLARE_WORK(pfh_reap_work, pfh_reap_fn);
+
+static void pfh_probe_exit(void *data, struct task_struct *p)
+{
+	struct pfmfs_helper_record rec = { .type = PFMFS_HELPER_REC_EXIT };
+	struct pfh_target *t;
+
+	if (!atomic_read(&pfh_nr_threads))
+		return;
+	rcu_read_lock();
+	t = pfh_find_thread(p);
+	if (t && !test_and_set_bit(PFH_T_EXITED, &t->flags)) {
+		rec.cpu = raw_smp_processor_id();
+		rec.pid = t->pid;
+		rec.tid = t->id;
+		rec.time_ns = ktime_get_mono_fast_ns();
+		pfh_queue_record(t->owner, &rec);
+		schedule_work(&pfh_reap_work);
+	}
+	rcu_read_unlock();
+}
+
+static void pfh_probe_fork(void *data, struct task_struct *parent,
+			   struct task_struct *child)
+{
+	struct pfmfs_helper_record rec = { .type = PFMFS_HELPER_REC_FORK };
+	struct pfh_target *t;
+
+	if (!atomic_read(&pfh_nr_threads))
+		return;
+	rcu_read_lock();
+	t = pfh_find_thread(parent);
+	if (t) {
+		rec.cpu = raw_smp_processor_id();
+		rec.pid = t->pid;
+		rec.tid = t->id;
+		rec.child_pid = task_tgid_nr_ns(child, t->owner->pid_ns);
+		rec.child_tid = task_pid_nr_ns(child, t->owner->pid_ns);
+		rec.time_ns = ktime_get_mono_fast_ns();
+		pfh_queue_record(t->owner, &rec);
+	}
+	rcu_read_unlock();
+}
+
+static struct pfh_tracepoint {
+	const char *name;		/* the tracepoint */
+	void *probe;			/* our probe, of its prototype */
+	struct tracepoint *tp;		/* found by for_each_kernel_tracepoint() */
+	bool registered;
+} pfh_tps[] = {
+	{ "sched_switch", pfh_probe_switch },
+	{ "sched_process_exit", pfh_probe_exit },
+	{ "sched_process_fork", pfh_probe_fork },
+};
+
+static void pfh_find_tp(struct tracepoint *tp, void *priv)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(pfh_tps); i++)
+		if (!strcmp(tp->name, pfh_tps[i].name))
+			pfh_tps[i].tp = tp;
+}
+
+void pfh_sched_exit(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(pfh_tps); i++) {
+		if (pfh_tps[i].registered)
+			tracepoint_probe_unregister(pfh_tps[i].tp,
+						    pfh_tps[i].probe, NULL);
+		pfh_tps[i].registered = false;
+	}
+	/* No probe runs any more, nor will: then the work they queued. */
+	tracepoint_synchronize_unregister();
+	flush_work(&pfh_reap_work);
+}
+
+int pfh_sched_init(void)
+{
+	unsigned int i;
+	int ret;
+
+	for_each_kernel_tracepoint(pfh_find_tp, NULL);
+	for (i = 0; i < ARRAY_SIZE(pfh_tps); i++) {
+		if (!pfh_tps[i].tp) {
+			pr_err("no tracepoint %s in this kernel\n",
+			       pfh_tps[i].name);
+			ret = -ENOENT;
+			goto err;
+		}
+		ret = tracepoint_probe_register(pfh_tps[i].tp,
+						pfh_tps[i].probe, NULL);
+		if (ret) {
+			pr_err("cannot attach to tracepoint %s: %d\n",
+			       pfh_tps[i].name, ret);
+			goto err;
+		}
+		pfh_tps[i].registered = true;
+	}
+	return 0;
+err:
+	pfh_sched_exit();
+	return ret;
+}
