@@ -141,8 +141,8 @@ cleanup() {
   rm -rf "$run"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'echo "run-in-vm: interrupted, QEMU stopped" >&2; exit 130' INT
+trap 'echo "run-in-vm: terminated, QEMU stopped" >&2; exit 143' TERM
 
 q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 {
@@ -199,12 +199,15 @@ for d in "$VM_WORK/share" "${rw_dirs[@]}"; do
 done
 
 start=$(date +%s)
-set +e
-# --foreground keeps QEMU in our process group, so ^C reaches it too.
-timeout --foreground --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 |
-  sed -u 's/\r$//' | tee "$log"
-qemu_status=${PIPESTATUS[0]}
-set -e
+# In the background, so that our INT/TERM traps run at once (cleanup then
+# stops QEMU) instead of after the pipeline. --foreground keeps QEMU in our
+# process group, for a CI runner that kills the group.
+{
+  timeout --foreground --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1
+  { echo $? >"$run/qemu-status"; } 2>/dev/null  # gone if we were interrupted
+} | sed -u 's/\r$//' | tee "$log" &
+wait $! || true
+qemu_status=$(cat "$run/qemu-status" 2>/dev/null || echo 1)
 elapsed=$(( $(date +%s) - start ))
 
 status=$(cat "$run/status" 2>/dev/null) ||
