@@ -1,6 +1,8 @@
 // The emulated MSR-level PMU of the sim backend.
 #include "pmu/sim/emulated_pmu.h"
 
+#include <algorithm>
+
 #include "pmu/backend.h"
 #include "pmu/intel_arch_perfmon.h"
 
@@ -9,8 +11,8 @@ namespace pfmfs::pmu::sim {
 using namespace intel;
 
 EmulatedPmu::EmulatedPmu(const PmuDescription& desc, const std::vector<SimEvent>& events,
-                         std::atomic<std::uint64_t>* write_counter)
-    : desc_(desc), events_(events), write_counter_(write_counter) {
+                         std::atomic<std::uint64_t>* write_counter, std::uint64_t skid)
+    : desc_(desc), events_(events), write_counter_(write_counter), skid_(skid) {
   unsigned general = 0;
   for (const auto& d : desc_.pmds) {
     Counter c;
@@ -97,32 +99,63 @@ std::uint64_t EmulatedPmu::readMsr(std::uint32_t addr) {
   return 0;
 }
 
+namespace {
+
+// The instant `rate` reaches occurrence `n`, kNever past what it can count.
+std::uint64_t timeOfCount(const EventRate& rate, unsigned __int128 n) {
+  return n > kNever ? kNever : rate.timeOfCount(static_cast<std::uint64_t>(n));
+}
+
+}  // namespace
+
+// One pass over (now, t] gives what stepping wrap by wrap would: the line goes
+// up at the earliest instant a wrap asks for, if that is within t, and the
+// wraps after it (status set, line already up) join that interrupt.
 void EmulatedPmu::advanceTo(std::uint64_t t) {
   if (t <= now_) return;
+  std::uint64_t due = skid_due_;
+  std::uint64_t in_skid = skid_status_;
   for (auto& c : counters_) {
     if (!c.counting) continue;
     std::uint64_t n = c.event->rate.count(t);
     unsigned __int128 total = static_cast<unsigned __int128>(c.value) + (n - c.mark);
     if (total > c.width_mask) {  // wrapped past 2^width at least once
       global_status_ |= c.global_bit;
-      if (c.interrupts) interrupt_pending_ = true;
+      if (c.interrupts && !interrupt_pending_) {
+        // The stream's occurrence that carried out of the top bit first, and
+        // the instant the interrupt is due: skid occurrences later.
+        unsigned __int128 wrap = static_cast<unsigned __int128>(c.mark) + (c.width_mask - c.value) + 1;
+        due = std::min(due, timeOfCount(c.event->rate, wrap + skid_));
+        in_skid |= c.global_bit;
+      }
     }
     c.value = static_cast<std::uint64_t>(total) & c.width_mask;
     c.mark = n;
   }
   now_ = t;
+  if (due <= t) {
+    interrupt_pending_ = true;
+    due = kNever;
+    in_skid = 0;
+  }
+  skid_due_ = due;
+  skid_status_ = in_skid;
+}
+
+void EmulatedPmu::endSkid() {
+  if (skid_due_ == kNever) return;
+  interrupt_pending_ = true;
+  skid_due_ = kNever;
+  skid_status_ = 0;
 }
 
 std::uint64_t EmulatedPmu::nextInterruptNs() const {
-  std::uint64_t next = kNever;
+  std::uint64_t next = skid_due_;
   for (const auto& c : counters_) {
     if (!c.counting || !c.interrupts) continue;
-    // Occurrences still needed to carry out of the top bit.
+    // Occurrences still needed to carry out of the top bit, then the skid.
     unsigned __int128 need = static_cast<unsigned __int128>(c.width_mask) - c.value + 1;
-    unsigned __int128 target = need + c.mark;
-    if (target > kNever) continue;
-    std::uint64_t t = c.event->rate.timeOfCount(static_cast<std::uint64_t>(target));
-    if (t < next) next = t;
+    next = std::min(next, timeOfCount(c.event->rate, need + c.mark + skid_));
   }
   return next;
 }

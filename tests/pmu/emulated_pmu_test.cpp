@@ -1,6 +1,6 @@
 // Unit tests of the sim's MSR-level PMU model (SPEC §4) and of the driver
 // that programs it: what counts when, exact counts over target time, wraps,
-// GLOBAL_STATUS, interrupts and their exact instants, faults.
+// GLOBAL_STATUS, interrupts and their exact instants, skid, faults.
 #include "pmu/sim/emulated_pmu.h"
 
 #include <gtest/gtest.h>
@@ -33,10 +33,10 @@ std::uint64_t gfixed(unsigned n) { return 1ull << (32 + n); }
 // A description, its events and an emulated PMU over them, as the sim backend
 // builds them.
 struct Rig {
-  explicit Rig(unsigned counters = 4, unsigned width = 48, std::vector<SimEvent> ev = {})
+  explicit Rig(unsigned counters = 4, unsigned width = 48, std::vector<SimEvent> ev = {}, std::uint64_t skid = 0)
       : events(ev.empty() ? defaultEvents(counters) : std::move(ev)),
         desc(makeDescription(Shape{counters, width}, table(events))),
-        pmu(desc, events, &writes) {}
+        pmu(desc, events, &writes, skid) {}
 
   static std::vector<EventDesc> table(const std::vector<SimEvent>& ev) {
     std::vector<EventDesc> t;
@@ -499,6 +499,228 @@ TEST(EmulatedPmu, WrapMoreThanOnceInOneStepStillSetsStatus) {
   EXPECT_EQ(r.rd(kPmc0), 300'000u % 65536u);
   EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0));
   EXPECT_TRUE(r.pmu.interruptPending());
+}
+
+// ------------------------------------------------------------ skid
+
+constexpr std::uint64_t kUserInt = kUserEn | evtsel::kInt;
+
+// A skid of N: the status bit at the wrap, the line when the counter's own
+// stream has counted N more.
+TEST(EmulatedPmuSkid, TheInterruptComesNEventsAfterTheWrap) {
+  Rig r(4, 16, {}, 10);
+  EXPECT_EQ(r.pmu.skid(), 10u);
+  r.wr(kPerfEvtSel0, kCycles | kUserInt);
+  r.wr(kPmc0, 0x10000 - 6);  // wraps at the 6th cycle (t = 2); the 16th comes at t = 16/3, so at 6
+  r.wr(kPerfGlobalCtrl, gbit(0));
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 6u);
+  r.pmu.advanceTo(2);
+  EXPECT_EQ(r.rd(kPmc0), 0u);
+  EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0)) << "status is set at the wrap";
+  EXPECT_FALSE(r.pmu.interruptPending());
+  EXPECT_EQ(r.pmu.skidStatus(), gbit(0));
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 6u);
+  r.pmu.advanceTo(5);
+  EXPECT_EQ(r.rd(kPmc0), 9u);
+  EXPECT_FALSE(r.pmu.interruptPending());
+  r.pmu.advanceTo(6);
+  EXPECT_TRUE(r.pmu.interruptPending());
+  EXPECT_EQ(r.rd(kPmc0), 12u);  // 10 past the wrap, and 2 more in that ns
+  EXPECT_EQ(r.pmu.skidStatus(), 0u);
+  EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0));
+  r.pmu.clearInterrupt();
+  // The next wrap: 65524 more cycles from count 18, then 10: count 65552 at t = 21851.
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 21851u);
+
+  Rig none(4, 16);
+  none.wr(kPerfEvtSel0, kCycles | kUserInt);
+  none.wr(kPmc0, 0x10000 - 6);
+  none.wr(kPerfGlobalCtrl, gbit(0));
+  EXPECT_EQ(none.pmu.nextInterruptNs(), 2u) << "skid 0: at the wrap";
+  none.pmu.advanceTo(2);
+  EXPECT_TRUE(none.pmu.interruptPending());
+  EXPECT_EQ(none.pmu.skidStatus(), 0u);
+}
+
+// Skid is counted on the counter's own event stream, whatever the rate, while
+// the other counters go on counting.
+TEST(EmulatedPmuSkid, CountedOnTheCountersOwnStream) {
+  Rig r(4, 16, {}, 2);
+  r.wr(kPerfEvtSel0, kBranches | kUserInt);  // 0.4/ns: the 1st branch at t = 3, the 3rd at t = 8
+  r.wr(kPmc0, 0xffff);
+  r.wr(kPerfEvtSel0 + 1, kCycles | kUserEn);
+  r.wr(kPerfGlobalCtrl, gbit(0) | gbit(1));
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 8u);
+  r.pmu.advanceTo(7);
+  EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0));
+  EXPECT_FALSE(r.pmu.interruptPending());
+  EXPECT_EQ(r.rd(kPmc0), 1u);
+  r.pmu.advanceTo(8);
+  EXPECT_TRUE(r.pmu.interruptPending());
+  EXPECT_EQ(r.rd(kPmc0), 2u);
+  EXPECT_EQ(r.rd(kPmc0 + 1), 24u);
+}
+
+// Counters that wrap within one skid share one interrupt, which reports them
+// all: here pmc0's, due first; pmc1 has counted fewer than the skid.
+TEST(EmulatedPmuSkid, WrapsWithinOneSkidShareOneInterrupt) {
+  Rig r(4, 16, {}, 30);
+  r.wr(kPerfEvtSel0, kCycles | kUserInt);  // wraps at t = 1 (count 3); count 33 at t = 11
+  r.wr(kPmc0, 0x10000 - 3);
+  r.wr(kPerfEvtSel0 + 1, kInstr | kUserInt);  // wraps at t = 5 (count 10); count 40 at t = 20
+  r.wr(kPmc0 + 1, 0x10000 - 10);
+  r.wr(kPerfGlobalCtrl, gbit(0) | gbit(1));
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 11u);
+  r.pmu.advanceTo(4);
+  EXPECT_EQ(r.pmu.skidStatus(), gbit(0));
+  r.pmu.advanceTo(10);
+  EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0) | gbit(1));
+  EXPECT_EQ(r.pmu.skidStatus(), gbit(0) | gbit(1));
+  EXPECT_FALSE(r.pmu.interruptPending());
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 11u);
+  r.pmu.advanceTo(11);
+  EXPECT_TRUE(r.pmu.interruptPending());
+  EXPECT_EQ(r.pmu.skidStatus(), 0u);
+  EXPECT_EQ(r.rd(kPmc0), 30u);
+  EXPECT_EQ(r.rd(kPmc0 + 1), 12u);
+  IntelArchDriver d(r.desc, r.pmu);
+  EXPECT_EQ(d.takeOverflowStatus(), regBit(0) | regBit(1)) << "one interrupt, both counters";
+  r.pmu.clearInterrupt();
+  // Each starts a skid of its own at its next wrap: pmc0 first, at count 65569 (t = 21857).
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 21857u);
+}
+
+// The line goes up at the first instant any wrap asks for, even when a later
+// wrap asks for an earlier one: pmc1 (cycles) wraps after pmc0 (branches) but
+// is due first; pmc0 has counted 1 of its skid of 4.
+TEST(EmulatedPmuSkid, TheEarliestInstantAnyWrapAsksForRaisesTheLine) {
+  Rig r(4, 16, {}, 4);
+  r.wr(kPerfEvtSel0, kBranches | kUserInt);  // wraps at t = 3; its 5th branch at t = 13
+  r.wr(kPmc0, 0xffff);
+  r.wr(kPerfEvtSel0 + 1, kCycles | kUserInt);  // wraps at t = 5 (count 15); count 19 at t = 7
+  r.wr(kPmc0 + 1, 0x10000 - 15);
+  r.wr(kPerfGlobalCtrl, gbit(0) | gbit(1));
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 7u);
+  r.pmu.advanceTo(6);
+  EXPECT_EQ(r.pmu.skidStatus(), gbit(0) | gbit(1));
+  EXPECT_FALSE(r.pmu.interruptPending());
+  r.pmu.advanceTo(7);
+  EXPECT_TRUE(r.pmu.interruptPending());
+  EXPECT_EQ(r.rd(kPmc0), 1u);
+  EXPECT_EQ(r.rd(kPmc0 + 1), 6u);
+  EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0) | gbit(1));
+}
+
+// The instant is fixed at the wrap: disabling, reprogramming or reloading the
+// counter does not move or cancel the interrupt (status was set at the wrap).
+TEST(EmulatedPmuSkid, TheInterruptComesWhateverTheCounterDoesMeanwhile) {
+  {
+    Rig r(4, 16, {}, 10);  // cycles: wraps at t = 2, due at 6
+    r.wr(kPerfEvtSel0, kCycles | kUserInt);
+    r.wr(kPmc0, 0x10000 - 6);
+    r.wr(kPerfGlobalCtrl, gbit(0));
+    r.pmu.advanceTo(3);
+    r.wr(kPerfGlobalCtrl, 0);  // everything stops
+    EXPECT_EQ(r.pmu.nextInterruptNs(), 6u);
+    r.pmu.advanceTo(5);
+    EXPECT_FALSE(r.pmu.interruptPending());
+    r.pmu.advanceTo(6);
+    EXPECT_TRUE(r.pmu.interruptPending());
+    EXPECT_EQ(r.rd(kPmc0), 3u) << "stopped at t = 3";
+    EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0));
+  }
+  {
+    Rig r(4, 16, {}, 10);
+    r.wr(kPerfEvtSel0, kCycles | kUserInt);
+    r.wr(kPmc0, 0x10000 - 6);
+    r.wr(kPerfGlobalCtrl, gbit(0));
+    r.pmu.advanceTo(3);
+    r.wr(kPerfEvtSel0, kBranches | kUserEn);  // another event, no INT
+    r.wr(kPmc0, 100);
+    EXPECT_EQ(r.pmu.nextInterruptNs(), 6u);
+    r.pmu.advanceTo(6);
+    EXPECT_TRUE(r.pmu.interruptPending());
+    EXPECT_EQ(r.rd(kPmc0), 101u);  // 100 + floor(2.4) - floor(1.2)
+  }
+  {
+    // Acknowledged in skid: the interrupt still comes and finds nothing.
+    Rig r(4, 16, {}, 10);
+    IntelArchDriver d(r.desc, r.pmu);
+    r.wr(kPerfEvtSel0, kCycles | kUserInt);
+    r.wr(kPmc0, 0x10000 - 6);
+    r.wr(kPerfGlobalCtrl, gbit(0));
+    r.pmu.advanceTo(3);
+    EXPECT_EQ(d.takeOverflowStatus(), regBit(0));
+    EXPECT_EQ(r.pmu.skidStatus(), 0u);
+    r.pmu.advanceTo(6);
+    EXPECT_TRUE(r.pmu.interruptPending());
+    EXPECT_EQ(d.takeOverflowStatus(), 0u);
+  }
+}
+
+// endSkid: what the engine asks for before it takes a set off the PMU.
+TEST(EmulatedPmuSkid, EndSkidRaisesTheInterruptNow) {
+  Rig r(4, 16, {}, 10);
+  r.wr(kPerfEvtSel0, kCycles | kUserInt);
+  r.wr(kPmc0, 0x10000 - 6);
+  r.wr(kPerfGlobalCtrl, gbit(0));
+  r.pmu.endSkid();  // nothing in skid: nothing happens
+  EXPECT_FALSE(r.pmu.interruptPending());
+  r.pmu.advanceTo(3);
+  EXPECT_EQ(r.pmu.skidStatus(), gbit(0));
+  r.pmu.endSkid();
+  EXPECT_TRUE(r.pmu.interruptPending());
+  EXPECT_EQ(r.pmu.skidStatus(), 0u);
+  EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0));
+  EXPECT_EQ(r.rd(kPmc0), 3u);
+  r.pmu.clearInterrupt();
+  // No interrupt at 6 any more: the next is the next wrap's (count 65552 at t = 21851).
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 21851u);
+  r.pmu.advanceTo(21850);
+  EXPECT_FALSE(r.pmu.interruptPending());
+}
+
+// Wraps while the line is up join the interrupt the handler is about to take.
+TEST(EmulatedPmuSkid, WrapsWhileTheLineIsUpJoinIt) {
+  Rig r(4, 16, {}, 10);
+  r.wr(kPerfEvtSel0, kCycles | kUserInt);  // wraps at t = 2, due at 6
+  r.wr(kPmc0, 0x10000 - 6);
+  r.wr(kPerfEvtSel0 + 1, kInstr | kUserInt);  // wraps at t = 7
+  r.wr(kPmc0 + 1, 0x10000 - 14);
+  r.wr(kPerfGlobalCtrl, gbit(0) | gbit(1));
+  r.pmu.advanceTo(6);
+  EXPECT_TRUE(r.pmu.interruptPending());
+  r.pmu.advanceTo(8);
+  EXPECT_EQ(r.rd(kPerfGlobalStatus), gbit(0) | gbit(1));
+  EXPECT_EQ(r.pmu.skidStatus(), 0u);
+  r.pmu.clearInterrupt();
+  r.pmu.advanceTo(30);
+  EXPECT_FALSE(r.pmu.interruptPending()) << "pmc1's wrap was reported with the interrupt at 6";
+}
+
+// One long step raises what stepping would have: an interrupt due within it.
+TEST(EmulatedPmuSkid, OneLongStep) {
+  Rig r(4, 16, {}, 10);
+  r.wr(kPerfEvtSel0, kCycles | kUserInt);
+  r.wr(kPerfGlobalCtrl, gbit(0));
+  r.pmu.advanceTo(100'000);  // 4 wraps
+  EXPECT_TRUE(r.pmu.interruptPending());
+  EXPECT_EQ(r.pmu.skidStatus(), 0u);
+  EXPECT_EQ(r.rd(kPmc0), 300'000u % 65536u);
+}
+
+// The largest skid the sim takes leaves a 16-bit counter in its first wrap.
+TEST(EmulatedPmuSkid, TheLargestSkidWrapsOnce) {
+  Rig r(4, 16, {}, 32767);
+  r.wr(kPerfEvtSel0, kCycles | kUserInt);
+  r.wr(kPmc0, 0xffff);  // wraps at the first cycle; the 32768th comes at t = 10923
+  r.wr(kPerfGlobalCtrl, gbit(0));
+  EXPECT_EQ(r.pmu.nextInterruptNs(), 10923u);
+  r.pmu.advanceTo(10922);
+  EXPECT_FALSE(r.pmu.interruptPending());
+  r.pmu.advanceTo(10923);
+  EXPECT_TRUE(r.pmu.interruptPending());
+  EXPECT_EQ(r.rd(kPmc0), 32768u);
 }
 
 // ------------------------------------------------------------ the driver
