@@ -101,6 +101,16 @@ class TargetPmu {
   // acknowledged it. Called after advanceTo and after attention().
   virtual std::optional<HwOverflow> takeOverflow() = 0;
 
+  // Interrupt skid (the sim's --sim-skid): counters that have wrapped (their
+  // status is set) while their interrupt is yet to come. A read adds their
+  // carry. Before the engine takes the loaded set off the PMU (stop, switch,
+  // register write, unload) it raises that interrupt now and takes it, so
+  // that an overflow is handled in the set that counted it, as perfmon2 took
+  // a set's pending overflows when it saved the set. Backends whose
+  // interrupts the engine hears of otherwise have nothing in skid.
+  virtual RegMask overflowsInSkid() { return 0; }
+  virtual void raiseOverflowInSkid() {}
+
   // notify_block: hold the monitored thread until released.
   virtual void hold(bool held) = 0;
 

@@ -33,7 +33,7 @@ class SimTarget final : public TargetPmu {
   SimTarget(const SimBackend& backend, std::atomic<std::uint64_t>* writes, const Target& target, pid_t tgid,
             int schedstat_fd)
       : backend_(backend),
-        pmu_(backend.description(), backend.events(), writes),
+        pmu_(backend.description(), backend.events(), writes, backend.skid()),
         driver_(backend.description(), pmu_),
         target_(target),
         tgid_(tgid),
@@ -91,6 +91,15 @@ class SimTarget final : public TargetPmu {
     o.tid = target_.kind == TargetKind::Thread ? target_.id : 0;
     return o;
   }
+
+  RegMask overflowsInSkid() override {
+    std::uint64_t status = pmu_.skidStatus();
+    RegMask pmds = 0;
+    for (const auto& d : backend_.description().pmds)
+      if (status & intel::IntelArchDriver::globalBit(d.index)) pmds |= regBit(d.index);
+    return pmds;
+  }
+  void raiseOverflowInSkid() override { pmu_.endSkid(); }
 
   void hold(bool held) override {
     if (held == held_) return;
@@ -155,6 +164,7 @@ SimBackend::SimBackend(SimOptions options) : options_(std::move(options)) {}
 
 Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
   if (Status s = intel::checkShape(options.shape); !s) return s.error();
+  if (options.skid > kMaxSkid) return err(EINVAL, "sim skid {} is out of range (0..{})", options.skid, kMaxSkid);
   if (options.events.empty()) options.events = defaultEvents(options.shape.general_counters);
 
   std::vector<EventDesc> table;
@@ -168,6 +178,9 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
   if (auto bad = b->desc_.validate(); !bad.empty())
     return err(EINVAL, "sim event table does not fit a PMU with {} counters: {}", b->options_.shape.general_counters,
                bad.front());
+  // pmu/info says that interrupts come late, so that a tool knows counters
+  // count past their overflow.
+  if (b->options_.skid > 0) b->desc_.features.push_back("ovfl_skid");
   // Without interrupts the engine must look at every counter before it can
   // wrap twice: half the range at the fastest event's rate.
   unsigned w = b->options_.shape.width;

@@ -1,6 +1,7 @@
 // Unit tests of the sim backend (SPEC §4): shapes, attaching to threads and
-// CPUs, the manual and the real clock, overflow reports, hold(), gone(), and
-// the sampling period the engine relies on without interrupts.
+// CPUs, the manual and the real clock, overflow reports and their skid,
+// hold(), gone(), and the sampling period the engine relies on without
+// interrupts.
 #include "pmu/sim/sim_backend.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -119,6 +121,26 @@ TEST(SimBackendCreate, Properties) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->clock(), ClockKind::Real);
   EXPECT_TRUE(r->interruptsOnOverflow());
+}
+
+TEST(SimBackendCreate, Skid) {
+  for (std::uint64_t skid : {std::uint64_t{0}, std::uint64_t{1}, kMaxSkid}) {
+    SimOptions o;
+    o.skid = skid;
+    auto b = SimBackend::create(o);
+    ASSERT_TRUE(b.ok()) << skid << ": " << b.error().reason;
+    EXPECT_EQ((*b)->skid(), skid);
+    // pmu/info's features say so when interrupts come late.
+    const auto& f = (*b)->description().features;
+    EXPECT_EQ(std::count(f.begin(), f.end(), "ovfl_skid"), skid > 0 ? 1 : 0) << skid;
+  }
+  SimOptions o;
+  o.skid = kMaxSkid + 1;
+  auto b = SimBackend::create(o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.code(), -EINVAL);
+  EXPECT_NE(b.error().reason.find("skid"), std::string::npos) << b.error().reason;
+  EXPECT_EQ(kMaxSkid, 32767u) << "under half the range of a 16-bit counter";
 }
 
 TEST(SimBackendCreate, CustomEventsReplaceTheTable) {
@@ -386,6 +408,60 @@ TEST(SimBackendManual, TakeOverflowOfACpu) {
   EXPECT_EQ(o->cpu, n);
   EXPECT_EQ(o->pid, 0);
   EXPECT_EQ(o->tid, 0);
+}
+
+// --sim-skid: the interrupt comes skid events of the counter's stream after the
+// wrap; overflowsInSkid names the counters that wrapped meanwhile, and
+// raiseOverflowInSkid brings the interrupt forward to now.
+TEST(SimBackendManual, OverflowsAfterTheSkid) {
+  SimOptions opt;
+  opt.shape = intel::Shape{4, 16};
+  opt.clock = ClockKind::Manual;
+  opt.skid = 10;
+  auto b = SimBackend::create(opt);
+  ASSERT_TRUE(b.ok()) << b.error().reason;
+  auto t = (*b)->attach(thread(gettidNow()), {});
+  ASSERT_TRUE(t.ok());
+  TargetPmu& p = **t;
+  Regs r(p, (*b)->description());
+  using namespace intel;
+  r.pmc(1, event::kUnhaltedCoreCycles | evtsel::kUsr | evtsel::kEn | evtsel::kInt);
+  r.pmc(16, fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi));
+  r.pmd(1, 0x10000 - 30);  // 30 cycles: wraps at 10 ns; the 40th cycle at 14 ns
+  r.pmd(16, 0x10000 - 20);  // 20 instructions: wraps at 10 ns; the 30th at 15 ns
+  r.load();
+  p.enable();
+  EXPECT_EQ(p.nextOverflowNs(), 14u);
+  EXPECT_EQ(p.overflowsInSkid(), 0u);
+  EXPECT_EQ(p.advanceTo(10), 10u);
+  EXPECT_FALSE(p.takeOverflow().has_value());
+  EXPECT_EQ(p.overflowsInSkid(), regBit(1) | regBit(16));
+  EXPECT_EQ(p.nextOverflowNs(), 14u);
+  EXPECT_EQ(p.advanceTo(13), 13u);
+  EXPECT_FALSE(p.takeOverflow().has_value());
+  EXPECT_EQ(p.advanceTo(14), 14u);
+  auto o = p.takeOverflow();
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->pmds, regBit(1) | regBit(16)) << "one interrupt for both";
+  EXPECT_EQ(o->ip, 0x401000u);  // made up from the time of the interrupt: 14 / 64 = 0
+  EXPECT_EQ(p.overflowsInSkid(), 0u);
+  EXPECT_EQ(r.read(1), 12u);   // 42 - 30: the counter went on counting
+  EXPECT_EQ(r.read(16), 8u);   // 28 - 20
+
+  // The engine's reload at the interrupt, then a wrap at 15 ns (count 45)
+  // whose interrupt is brought forward at 16.
+  p.reloadPmd(1, 0x10000 - 3);
+  EXPECT_EQ(p.nextOverflowNs(), 19u);  // count 55
+  EXPECT_EQ(p.advanceTo(16), 16u);
+  EXPECT_EQ(p.overflowsInSkid(), regBit(1));
+  p.raiseOverflowInSkid();
+  EXPECT_EQ(p.overflowsInSkid(), 0u);
+  o = p.takeOverflow();
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->pmds, regBit(1));
+  EXPECT_GT(p.nextOverflowNs(), 19u) << "taken: nothing is due at 19 any more";
+  p.raiseOverflowInSkid();  // nothing in skid: nothing to take
+  EXPECT_FALSE(p.takeOverflow().has_value());
 }
 
 TEST(SimBackendManual, WrapWithoutInterruptIsNotReported) {
