@@ -206,6 +206,7 @@ Status Session::retire() {
 void Session::unloadLocked(bool exited) {
   catchUpTo(pmu_->timeNs());
   if (counting() && !interrupts_) sampleActive();
+  takeOverflowInSkid();
   pmu_->disable();
   if (counting()) foldActive();
   if (held_) pmu_->hold(false);
@@ -244,6 +245,7 @@ Status Session::start(std::optional<unsigned> set) {
   if (state_ == State::Masked) return fail(err(EBUSY, "masked by an overflow notification: write restart"));
   if (state_ == State::Active) {
     catchUp();
+    if (s && counting() && s->id() != active_set_) takeOverflowInSkid();
     if (s && counting() && s->id() != active_set_) switchTo(*s);
     return {};
   }
@@ -287,6 +289,7 @@ void Session::stopCounting() {
   catchUp();
   if (!loaded()) return;  // the target turned out to be gone: unloaded already
   if (counting() && !interrupts_) sampleActive();
+  takeOverflowInSkid();
   if (counting()) {
     pmu_->disable();
     foldActive();
@@ -405,6 +408,7 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
     catchUp();
     if (counting() && !interrupts_) sampleActive();
     s = findSet(set);
+    if (counting() && s->id() == active_set_) takeOverflowInSkid();
     live = counting() && s->id() == active_set_;
     if (live) {
       pmu_->disable();
@@ -438,11 +442,18 @@ void Session::liveValues(const EventSet& set, RegMask pmds) {
   values_.resize(desc_.pmds.size());
   RegMask live = counting() && set.id() == active_set_ ? pmds & set.usedPmds() : 0;
   if (live) readHw(live);
+  // A counter whose interrupt is in skid has wrapped: the carry its interrupt
+  // will add is already counted (reads never run backwards).
+  RegMask skid = live && interrupts_ ? pmu_->overflowsInSkid() & live : 0;
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(pmds & regBit(d.index))) continue;
     std::uint64_t v = set.pmd(slot).value;
-    if (live & regBit(d.index)) v = (v & ~d.widthMask()) | (hw_[slot] & d.widthMask());
+    if (live & regBit(d.index)) {
+      std::uint64_t upper = v & ~d.widthMask();
+      if ((skid & regBit(d.index)) && !set.noEmul64(d.index) && d.width < 64) upper += d.widthMask() + 1;
+      v = upper | (hw_[slot] & d.widthMask());
+    }
     values_[slot] = v;
   }
 }
@@ -620,9 +631,15 @@ void Session::catchUpTo(std::uint64_t t_end) {
     accountTo(t);
     drainOverflows();
     if (counting() && !interrupts_ && t >= saturatingAdd(last_sample_, period)) sampleActive();
-    if (counting()) {
+    auto time_is_up = [this] {
       const SwitchSpec& sw = activeSet().switch_spec;
-      if (sw.on_time && set_elapsed_ >= effectiveTimeout(sw)) switchTo(nextSet());
+      return counting() && sw.on_time && set_elapsed_ >= effectiveTimeout(sw);
+    };
+    if (time_is_up()) {
+      // An overflow in skid comes first, as at its interrupt: it may switch
+      // (the time switch is then moot) or mask (it waits for restart).
+      takeOverflowInSkid();
+      if (time_is_up()) switchTo(nextSet());
     }
     if (t >= t_end || held_) break;
   }
@@ -791,6 +808,18 @@ void Session::sampleActive() {
     o.cpu = target_.kind == pmu::TargetKind::Cpu ? target_.id : 0;
     handleHwOverflow(o);
   }
+}
+
+// Interrupt skid (the sim's --sim-skid): an overflow whose counter has wrapped
+// but whose interrupt is yet to come is taken now, before the active set
+// leaves the PMU (stop, time switch, start N, register write, unload), so that
+// its carry, resets, message and switch go to the set that counted it. Without
+// this the late interrupt would land in whatever set is loaded then, or in
+// none.
+void Session::takeOverflowInSkid() {
+  if (!counting() || !interrupts_ || !pmu_->overflowsInSkid()) return;
+  pmu_->raiseOverflowInSkid();
+  drainOverflows();
 }
 
 void Session::foldActive() {

@@ -179,6 +179,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void handleHwOverflow(const pmu::HwOverflow& o);
   void handleUserOverflow(pmu::RegMask pmds, const pmu::HwOverflow& o);
   void sampleActive();                // no-interrupt backends: catch wraps
+  void takeOverflowInSkid();          // before the active set leaves the PMU
   void readHw(pmu::RegMask pmds);
   void foldActive();                  // hardware bits into the active set's image
   Status programActive();             // the active set onto the hardware (counting disabled)

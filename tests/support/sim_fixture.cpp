@@ -9,6 +9,7 @@ SimEngine::SimEngine(const SimConfig& config) {
   o.shape.width = config.width;
   o.clock = config.clock;
   o.interrupts = config.interrupts;
+  o.skid = config.skid;
   auto b = pmu::sim::SimBackend::create(o);
   if (!b) ADD_FAILURE() << "sim backend: " << b.error().reason;
   backend_ = std::move(*b);

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,7 @@ struct SimConfig {
   unsigned counters = 4;
   unsigned width = 48;
   bool interrupts = true;
+  std::uint64_t skid = 0;  // --sim-skid
   pmu::ClockKind clock = pmu::ClockKind::Manual;
   session::EngineOptions engine;
 };
