@@ -26,6 +26,7 @@ enum class Opt {
   SimWidth,
   SimCounters,
   SimEvents,
+  SimSkid,
   Tick,
   MaxSessions,
   MaxSets,
@@ -54,6 +55,7 @@ constexpr LongOption kLongOptions[] = {
     {"sim-width", Opt::SimWidth, true, "W", "sim counter width in bits, 16..64 (default 48)"},
     {"sim-counters", Opt::SimCounters, true, "N", "sim general counters, 1..8 (default 4)"},
     {"sim-events", Opt::SimEvents, true, "FILE", "sim event table replacing the default one"},
+    {"sim-skid", Opt::SimSkid, true, "N", "sim overflow interrupts N events after the wrap, 0..32767 (default 0)"},
     {"tick", Opt::Tick, true, "NS", "engine timer period in ns, >= 1000 (default 1000000)"},
     {"max-sessions-per-user", Opt::MaxSessions, true, "N", "sessions one uid may create (default 64)"},
     {"max-sets", Opt::MaxSets, true, "N", "event sets per session, 1..65536 (default 64)"},
@@ -175,6 +177,12 @@ Status applyLong(DaemonOptions& o, const LongOption& lo, std::string_view value)
       o.sim_events_path = *path;
       return {};
     }
+    case Opt::SimSkid: {
+      auto n = parseCount(lo.name, value, 0, pmu::sim::kMaxSkid);
+      if (!n) return n.error();
+      o.sim.skid = *n;
+      return {};
+    }
     case Opt::Tick: {
       auto n = parseCount(lo.name, value, 1000, UINT64_MAX);
       if (!n) return n.error();
@@ -254,7 +262,7 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
         value = argv[++i];
       }
       if (lo->opt == Opt::SimClock || lo->opt == Opt::SimWidth || lo->opt == Opt::SimCounters ||
-          lo->opt == Opt::SimEvents)
+          lo->opt == Opt::SimEvents || lo->opt == Opt::SimSkid)
         o.sim_options = true;
       Status st = applyLong(o, *lo, value);
       if (!st) return st.error();
@@ -289,7 +297,7 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
   }
 
   if (o.sim_options && o.pmu == PmuChoice::Perf)
-    return err(EINVAL, "--sim-clock, --sim-width, --sim-counters and --sim-events shape the simulator: not with --pmu=perf");
+    return err(EINVAL, "--sim-clock, --sim-width, --sim-counters, --sim-events and --sim-skid shape the simulator: not with --pmu=perf");
   if (mountpoint) {
     if (mountpoint->empty()) return err(EINVAL, "the mount point is an empty string");
     auto abs = absolutePath(*mountpoint);

@@ -25,7 +25,7 @@ struct DaemonOptions {
   std::vector<std::string> fuse_options;  // each -o argument (comma lists kept whole)
   PmuChoice pmu = PmuChoice::Auto;        // --pmu=auto|perf|sim
   PerfModelChoice perf_model = PerfModelChoice::Auto;  // --perf-model=auto|sw|x86
-  pmu::sim::SimOptions sim;               // --sim-clock, --sim-width, --sim-counters
+  pmu::sim::SimOptions sim;               // --sim-clock, --sim-width, --sim-counters, --sim-skid
   std::string sim_events_path;            // --sim-events=FILE (read by the daemon, not here)
   bool sim_options = false;               // a --sim-* option was given: --pmu=auto means the sim
   session::EngineOptions engine;          // --tick, --max-sessions-per-user, --max-sets, --max-messages
@@ -39,7 +39,7 @@ struct DaemonOptions {
 // long options with a value; -o takes "-o opts" and "-oopts". EINVAL with a
 // one-line reason (naming the option) for an unknown option, a missing or
 // malformed value, a value out of range (--sim-width 16..64, --sim-counters
-// 1..8, --tick >= 1000 ns, the limits >= 1), an unknown group, or more than
+// 1..8, --sim-skid 0..32767, --tick >= 1000 ns, the limits >= 1), an unknown group, or more than
 // one mount point. Relative mount points are made absolute here.
 Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv);
 

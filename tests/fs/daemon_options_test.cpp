@@ -51,6 +51,7 @@ TEST(DaemonOptions, Defaults) {
   EXPECT_EQ(o.sim.shape.width, 48u);
   EXPECT_TRUE(o.sim.events.empty());
   EXPECT_EQ(o.sim_events_path, "");
+  EXPECT_EQ(o.sim.skid, 0u);
   EXPECT_EQ(o.engine.max_sessions_per_user, 64u);
   EXPECT_EQ(o.engine.max_sets, 64u);
   EXPECT_EQ(o.engine.max_messages, 64u);
@@ -84,6 +85,19 @@ TEST(DaemonOptions, TestCommandLine) {
   EXPECT_EQ(o.sim.clock, pmu::ClockKind::Manual);
   EXPECT_EQ(o.fuse_options, std::vector<std::string>{"allow_other"});
   EXPECT_EQ(o.mountpoint, "/tmp/pfmfs-mnt");
+}
+
+// --sim-skid=N: a --sim-* option like the others (auto means the sim).
+TEST(DaemonOptions, SimSkid) {
+  DaemonOptions o = parseOk({"--sim-skid=10"});
+  EXPECT_EQ(o.sim.skid, 10u);
+  EXPECT_TRUE(o.sim_options);
+  EXPECT_EQ(o.pmu, PmuChoice::Auto);
+  EXPECT_EQ(parseOk({"--sim-skid", "0x20", "--pmu=sim"}).sim.skid, 32u);
+  EXPECT_EQ(parseOk({"--sim-skid=32767"}).sim.skid, 32767u);
+  o = parseOk({"--sim-skid=0"});
+  EXPECT_EQ(o.sim.skid, 0u);
+  EXPECT_TRUE(o.sim_options);
 }
 
 TEST(DaemonOptions, EveryOptionWithEquals) {
@@ -239,6 +253,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--sim-width=0"}, "--sim-width"},
         BadRow{{"--sim-counters=0"}, "--sim-counters: 0 is out of range (1..8)"},
         BadRow{{"--sim-counters=9"}, "--sim-counters: 9 is out of range (1..8)"},
+        BadRow{{"--sim-skid=32768"}, "--sim-skid: 32768 is out of range (0..32767)"},
+        BadRow{{"--sim-skid"}, "--sim-skid needs a value"}, BadRow{{"--sim-skid=-1"}, "--sim-skid"},
+        BadRow{{"--sim-skid=ten"}, "--sim-skid"}, BadRow{{"--sim-skid="}, "--sim-skid"},
+        BadRow{{"--pmu=perf", "--sim-skid=10"}, "--sim-skid shape the simulator: not with --pmu=perf"},
         BadRow{{"--tick=999"}, "--tick: 999 is too small (at least 1000)"}, BadRow{{"--tick=0"}, "--tick"},
         BadRow{{"--max-sessions-per-user=0"}, "--max-sessions-per-user: 0 is out of range"},
         BadRow{{"--max-sets=0"}, "--max-sets: 0 is out of range (1..65536)"},
@@ -266,7 +284,7 @@ TEST(DaemonOptions, UsageHasOneLinePerOption) {
   EXPECT_EQ(usage.back(), '\n');
   const std::vector<std::string> options = {
       "-f", "-d", "-o OPT[,OPT...]", "--pmu=auto|perf|sim", "--perf-model=auto|sw|x86", "--sim-clock=real|manual", "--sim-width=W", "--sim-counters=N",
-      "--sim-events=FILE", "--tick=NS", "--max-sessions-per-user=N", "--max-sets=N", "--max-messages=N",
+      "--sim-events=FILE", "--sim-skid=N", "--tick=NS", "--max-sessions-per-user=N", "--max-sets=N", "--max-messages=N",
       "--allow-kernel", "--system-group=GROUP", "--help", "--version"};
   EXPECT_EQ(lines.size(), options.size() + 1);
   for (const auto& opt : options) {
