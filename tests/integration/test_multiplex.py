@@ -2,13 +2,14 @@
 # Multiplexing through the mount (SPEC §3.1): under the sim's manual clock,
 # time-based switching with exact runs, duration_ns, timeout_ns and scaled
 # counts, overflow-based switching with switch_cnt, start N, phased events
-# showing multiplexing bias; on every backend, only the active set counts,
-# start N switches by hand, and overflow switching on a driven count.
+# showing multiplexing bias, and overflow switching with interrupt skid
+# (--sim-skid); on every backend, only the active set counts, start N switches
+# by hand, and overflow switching on a driven count.
 import errno
 import os
 
 import pfmfs_mount
-from pfmfs_mount import PMU, MountTestCase, countsLine, neg, parseKv, simOnly, stateLine
+from pfmfs_mount import PMU, MountTestCase, countsLine, neg, ovflLine, parseKv, simOnly, stateLine
 
 AVAIL = PMU.avail
 MS = 1_000_000
@@ -300,6 +301,71 @@ class MultiplexTest(MountTestCase):
         self.assertEventually(s.state, stateLine('active', target=w.pid, set_id=1))
         self.assertEqual(s.read('sets/1/info').split()[0], 'runs=2')
         self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
+
+
+@simOnly
+class SkidTest(MountTestCase):
+    """--sim-skid=11: an overflow interrupt comes 11 events of the counter's
+    own stream after its wrap."""
+
+    mount_args = ['--sim-skid=11']
+
+    def test_pmu_info_says_so(self):
+        self.assertEqual(self.m.read('pmu/info'), PMU.info.replace('\n', ',ovfl_skid\n'))
+
+    def test_a_counter_at_minus_one_lets_its_neighbours_count_the_skid(self):
+        # perfmon2's idiom: in each set a counter at -1 that switches on its
+        # overflow. Instructions (2/ns) wrap at the first one and interrupt at
+        # the 12th, 6 ns into each visit: set 0's cycles (3/ns) count 18 a
+        # visit, set 1's reference cycles (2.5/ns) 15. Without skid a visit
+        # would last 1 ns.
+        s = self.newSession()
+        pid = self.sleeper()
+        s.mkset(1)
+        for n in (0, 1):
+            s.write(f'sets/{n}/switch', 'ovfl\n')
+            s.pmc(0, 'INSTRUCTION_RETIRED', n)
+            s.pmd(0, '-1 short_reset=-1 switch_cnt=1', n)
+        s.pmc(1, 'UNHALTED_CORE_CYCLES', 0)
+        s.pmc(1, 'UNHALTED_REFERENCE_CYCLES', 1)
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(3)
+        self.assertEqual(s.readPmd(0, 0), 5)  # -1 and 6 instructions: wrapped, in skid
+        self.assertEqual(s.readPmd(1, 0), 9)
+        self.assertEqual(s.read('sets/0/info'), info(1, 3, 0))
+        self.m.advance(3)  # the 12th instruction: the overflow resets pmd0 and switches
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=1))
+        self.assertEqual(s.readPmd(0, 0), neg(1))  # the reset overwrites the skid
+        self.assertEqual(s.readPmd(1, 0), 18)
+        self.assertEqual(s.read('sets/0/info'), info(1, 6, 0, '0x1'))
+        self.m.advance(114)  # 20 visits of 6 ns: back in set 0 at 120 ns
+        self.assertEqual(s.state(), stateLine('active', target=pid, set_id=0))
+        self.assertEqual(s.read('sets/0/info'), info(11, 60, 0, '0x1'))
+        self.assertEqual(s.read('sets/1/info'), info(10, 60, 0, '0x1'))
+        counts = s.read('counts').splitlines(keepends=True)
+        self.assertEqual([counts[1], counts[3]], [countsLine(0, 1, 180, 120, 60), countsLine(1, 1, 150, 120, 60)])
+        self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
+
+    def test_stop_in_skid_takes_the_overflow(self):
+        # Cycles with a period of 300 wrap at 100 ns; the interrupt would come
+        # at the 311th cycle (104 ns). Stopped at 102 ns, the set takes its
+        # overflow then: the notification, with the skid counted so far.
+        s = self.newSession()
+        pid = self.sleeper()
+        s.pmc(0, 'UNHALTED_CORE_CYCLES')
+        s.pmd(0, '-300 long_reset=-300 notify')
+        s.ctl(f'load {pid}')
+        s.ctl('start')
+        self.m.advance(102)
+        self.assertEqual(s.readPmd(0), 6)
+        self.assertEqual(s.state(), stateLine('active', target=pid))
+        s.ctl('stop')
+        self.assertEqual(s.state(), stateLine('loaded', target=pid, queued=1))
+        self.assertEqual(s.readPmd(0), 6)
+        self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 102))
+        self.m.advance(10)  # no late interrupt
+        self.assertEqual(s.state(), stateLine('loaded', target=pid))
 
 
 if __name__ == '__main__':
