@@ -1,0 +1,418 @@
+/*
+ * t_count.c - counting on the test PMU: a cpu's counters exactly at the
+ * model's rates, threads counting their own CPU time only, and the control
+ * registers sched_switch writes (only those that differ).
+ */
+#include "kt.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+/* |a - b| <= tol */
+#define NEAR(a, b, tol) ((a) >= (b) ? (a) - (b) <= (tol) : (b) - (a) <= (tol))
+
+void t_cpu_count(void)
+{
+	struct pfmfs_helper_msr ops[16];
+	uint64_t t0, t1, t2, t3, d, c[7];
+	int fd = kt_open(), i, n;
+	const uint32_t cpu = 1;
+
+	kt_pin(0);
+	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, CPU, cpu));
+	CHECK(kt_cpu_state(fd, cpu).lvtpc == APIC_DM_NMI, "LVTPC not armed by ATTACH");
+	/* A new cpu target: every register 0. */
+	for (i = 0; i < 4; i++) {
+		CHECK(kt_rd_ok(fd, CPU, cpu, MSR_EVTSEL0 + i) == 0, "EVTSEL%d", i);
+		CHECK(kt_rd_ok(fd, CPU, cpu, MSR_PMC0 + i) == 0, "PMC%d", i);
+	}
+	n = 0;
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0, .value = EVTSEL_COUNT | EV_CYCLES };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0 + 1, .value = EVTSEL_COUNT | EV_INSTR };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0 + 2, .value = EVTSEL_COUNT | EV_REF_CYCLES };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0 + 3, .value = EVTSEL_COUNT | EV_LLC_REF };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_FIXED_CTRL, .value = 0x333 };
+	CHECK_OK(kt_batch(fd, PFMFS_HELPER_IOC_MSR_WRITE, CPU, cpu, ops, n));
+	/* All seven start in one write, and stop in one. */
+	t0 = kt_now();
+	kt_wr_ok(fd, CPU, cpu, MSR_GLOBAL_CTRL, 0xf | FIXED_BIT(0) | FIXED_BIT(1) | FIXED_BIT(2));
+	t1 = kt_now();
+	kt_sleep_ms(300);
+	t2 = kt_now();
+	kt_wr_ok(fd, CPU, cpu, MSR_GLOBAL_CTRL, 0);
+	t3 = kt_now();
+	n = 0;
+	for (i = 0; i < 4; i++)
+		ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_PMC0 + i };
+	for (i = 0; i < 3; i++)
+		ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_FIXED_CTR0 + i };
+	CHECK_OK(kt_batch(fd, PFMFS_HELPER_IOC_MSR_READ, CPU, cpu, ops, n));
+	for (i = 0; i < 7; i++)
+		c[i] = ops[i].value;
+	kt_log("cycles %llu instr %llu ref %llu llc %llu fixed %llu %llu %llu",
+	       (unsigned long long)c[0], (unsigned long long)c[1],
+	       (unsigned long long)c[2], (unsigned long long)c[3],
+	       (unsigned long long)c[4], (unsigned long long)c[5],
+	       (unsigned long long)c[6]);
+	/*
+	 * Exact: integer rates give 3d and 2d for d ns of counting; the
+	 * others are within one event of rate * d.
+	 */
+	CHECK(c[0] % 3 == 0, "cycles %llu not a multiple of 3", (unsigned long long)c[0]);
+	d = c[0] / 3;
+	CHECK(c[1] == 2 * d, "instructions %llu, expected %llu", (unsigned long long)c[1],
+	      (unsigned long long)(2 * d));
+	CHECK(NEAR(2 * c[2], 5 * d, 2), "ref cycles %llu for %llu ns", (unsigned long long)c[2],
+	      (unsigned long long)d);
+	CHECK(c[3] == d / 20 || c[3] == d / 20 + 1, "LLC references %llu for %llu ns",
+	      (unsigned long long)c[3], (unsigned long long)d);
+	CHECK(c[4] == c[1] && c[5] == c[0] && c[6] == c[2], "fixed counters differ");
+	/* d lies between the two ioctls' ends. */
+	CHECK(d >= t2 - t1 && d <= t3 - t0, "counted %llu ns, between %llu and %llu",
+	      (unsigned long long)d, (unsigned long long)(t2 - t1),
+	      (unsigned long long)(t3 - t0));
+
+	/* Stopped counters stay; reads do not drift. */
+	kt_sleep_ms(20);
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_PMC0) == c[0], "stopped counter moved");
+
+	/* What does not count: unknown events, EN off, neither USR nor OS. */
+	n = 0;
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0, .value = EVTSEL_COUNT | 0x1234 };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0 + 1, .value = EVTSEL_USR | EVTSEL_OS | EV_INSTR };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0 + 2, .value = EVTSEL_EN | EV_CYCLES };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0 + 3, .value = EVTSEL_EN | EVTSEL_USR | EV_BR_MISSES };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_FIXED_CTRL, .value = 0x300 };
+	for (i = 0; i < 4; i++)
+		ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_PMC0 + i };
+	for (i = 0; i < 3; i++)
+		ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_FIXED_CTR0 + i };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_GLOBAL_CTRL, .value = 0xe | FIXED_BIT(0) | FIXED_BIT(2) };
+	CHECK_OK(kt_batch(fd, PFMFS_HELPER_IOC_MSR_WRITE, CPU, cpu, ops, n));
+	kt_sleep_ms(100);
+	kt_wr_ok(fd, CPU, cpu, MSR_GLOBAL_CTRL, 0);
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_PMC0) == 0, "unknown event counted");
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_PMC0 + 1) == 0, "EN off counted");
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_PMC0 + 2) == 0, "no USR/OS counted");
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_PMC0 + 3) > 0, "branch misses did not count");
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_FIXED_CTR0) == 0, "fixed 0 off counted");
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_FIXED_CTR0 + 1) == 0, "fixed 1 off counted");
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_FIXED_CTR0 + 2) > 0, "fixed 2 did not count");
+
+	/* A wrap without INT: the status bit, no record; OVF_CTRL clears it. */
+	n = 0;
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_EVTSEL0, .value = EVTSEL_COUNT | EV_CYCLES };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_PMC0, .value = WIDTH48 - 300 };
+	ops[n++] = (struct pfmfs_helper_msr){ .msr = MSR_GLOBAL_CTRL, .value = 1 };
+	CHECK_OK(kt_batch(fd, PFMFS_HELPER_IOC_MSR_WRITE, CPU, cpu, ops, n));
+	kt_sleep_ms(5);
+	kt_wr_ok(fd, CPU, cpu, MSR_GLOBAL_CTRL, 0);
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_GLOBAL_STATUS) == 1, "status after a wrap");
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_PMC0) < 3 * 100000000ULL, "PMC0 did not wrap");
+	kt_wr_ok(fd, CPU, cpu, MSR_GLOBAL_OVF, 1);
+	CHECK(kt_rd_ok(fd, CPU, cpu, MSR_GLOBAL_STATUS) == 0, "status not cleared");
+	CHECK(kt_stats(fd).records == 0 && kt_stats(fd).pmis == 0, "a PMI without INT");
+	close(fd);
+}
+
+/* Counts cycles of a thread from now on. */
+static void count_cycles(int fd, pid_t tid)
+{
+	struct pfmfs_helper_msr ops[] = {
+		{ .msr = MSR_EVTSEL0, .value = EVTSEL_COUNT | EV_CYCLES },
+		{ .msr = MSR_PMC0, .value = 0 },
+		{ .msr = MSR_GLOBAL_CTRL, .value = 1 },
+	};
+
+	CHECK_OK(kt_batch(fd, PFMFS_HELPER_IOC_MSR_WRITE, THREAD, tid, ops, 3));
+}
+
+static uint64_t stop_cycles(int fd, pid_t tid)
+{
+	kt_wr_ok(fd, THREAD, tid, MSR_GLOBAL_CTRL, 0);
+	return kt_rd_ok(fd, THREAD, tid, MSR_PMC0);
+}
+
+/*
+ * The model counts while a thread's image is loaded: from its switch-in to
+ * its switch-out, which is its CPU time as the scheduler accounts it. Both
+ * clocks are read around the ioctls that start and stop the counter, so a
+ * thread that runs throughout accrues some CPU time outside the counting
+ * window: up to an ioctl's duration at each end (an IPI and a batch, under
+ * 1 ms even under TCG), plus /proc/TID/schedstat's staleness for a running
+ * thread (updated at ticks: 4 ms at HZ=250). 2% + 15 ms of CPU time covers
+ * both with room; TCG's noise does not enter, since both sides measure the
+ * same guest clock.
+ */
+static void check_share(const char *who, uint64_t count, uint64_t cpu_ns)
+{
+	uint64_t tol = cpu_ns / 50 + 15000000ULL;
+
+	kt_log("%s: %llu cycles, %llu ns on cpu (%.2f/ns)", who,
+	       (unsigned long long)count, (unsigned long long)cpu_ns,
+	       cpu_ns ? (double)count / cpu_ns : 0.0);
+	CHECK(count % 3 == 0, "%s: %llu cycles, not a multiple of 3", who,
+	      (unsigned long long)count);
+	CHECK(NEAR(count / 3, cpu_ns, tol), "%s: counted %llu ns, ran %llu ns (tolerance %llu)",
+	      who, (unsigned long long)(count / 3), (unsigned long long)cpu_ns,
+	      (unsigned long long)tol);
+}
+
+void t_busy_sleep(void)
+{
+	struct kt_thread busy, sleeper;
+	uint64_t b0, b1, s0, s1, cb, cs;
+	int fd = kt_open();
+
+	kt_pin(0);
+	kt_thread_start(&busy, KT_SPIN, 1);
+	kt_thread_start(&sleeper, KT_SLEEP, 1);
+	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, busy.tid));
+	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, sleeper.tid));
+	b0 = kt_cputime(busy.tid);
+	s0 = kt_cputime(sleeper.tid);
+	count_cycles(fd, busy.tid);
+	count_cycles(fd, sleeper.tid);
+	kt_sleep_ms(1500);
+	cb = stop_cycles(fd, busy.tid);
+	cs = stop_cycles(fd, sleeper.tid);
+	b1 = kt_cputime(busy.tid);
+	s1 = kt_cputime(sleeper.tid);
+	check_share("busy", cb, b1 - b0);
+	check_share("sleeper", cs, s1 - s0);
+	CHECK(cb > 3ULL * 500000000, "busy counted %llu: under half its 1.5 s",
+	      (unsigned long long)cb);
+	/* The sleeper ran for microseconds in 1.5 s: about 0. */
+	CHECK(cs < cb / 20, "sleeper counted %llu, busy %llu", (unsigned long long)cs,
+	      (unsigned long long)cb);
+	CHECK(kt_stats(fd).switch_ins > 0, "no switch-in");
+	kt_thread_stop(&busy);
+	kt_thread_stop(&sleeper);
+	close(fd);
+}
+
+void t_two_cpus(void)
+{
+	struct kt_thread t[2];
+	uint64_t c0[2], c1[2], n[2];
+	int fd = kt_open(), i;
+
+	for (i = 0; i < 2; i++) {
+		kt_thread_start(&t[i], KT_SPIN, i);
+		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, t[i].tid));
+	}
+	for (i = 0; i < 2; i++) {
+		c0[i] = kt_cputime(t[i].tid);
+		count_cycles(fd, t[i].tid);
+	}
+	kt_sleep_ms(1500);
+	for (i = 0; i < 2; i++) {
+		n[i] = stop_cycles(fd, t[i].tid);
+		c1[i] = kt_cputime(t[i].tid);
+	}
+	check_share("cpu 0 spinner", n[0], c1[0] - c0[0]);
+	check_share("cpu 1 spinner", n[1], c1[1] - c0[1]);
+	for (i = 0; i < 2; i++)
+		CHECK(n[i] > 3ULL * 300000000, "spinner %d counted %llu", i,
+		      (unsigned long long)n[i]);
+	for (i = 0; i < 2; i++)
+		kt_thread_stop(&t[i]);
+	close(fd);
+}
+
+/* Two threads on cpu 1 that pass a byte back and forth. */
+struct pingpong {
+	int to_a[2], to_b[2], done[2];
+	int rounds;
+	struct kt_thread a, b;
+	int fifo;
+};
+
+static void pp_setup(struct kt_thread *t)
+{
+	struct sched_param sp = { .sched_priority = 10 };
+
+	kt_pin(1);
+	t->tid = kt_gettid();
+	/*
+	 * SCHED_FIFO: a woken peer does not preempt the writer, and no CFS
+	 * task preempts either; every switch-out is a block on the pipe.
+	 */
+	CHECK(sched_setscheduler(0, SCHED_FIFO, &sp) == 0, "SCHED_FIFO: %m");
+}
+
+static void *pp_a(void *arg)
+{
+	struct pingpong *p = arg;
+	char c;
+	int i, rounds;
+
+	pp_setup(&p->a);
+	for (;;) {
+		CHECK(read(p->to_a[0], &rounds, sizeof(rounds)) == sizeof(rounds), "a");
+		if (rounds < 0)
+			return NULL;
+		for (i = 0; i < rounds; i++) {
+			CHECK(write(p->to_b[1], "x", 1) == 1, "a write");
+			CHECK(read(p->to_a[0], &c, 1) == 1, "a read");
+		}
+		c = 0;
+		CHECK(write(p->to_b[1], &c, 1) == 1, "a end");
+	}
+}
+
+static void *pp_b(void *arg)
+{
+	struct pingpong *p = arg;
+	char c;
+
+	pp_setup(&p->b);
+	for (;;) {
+		CHECK(read(p->to_b[0], &c, 1) == 1, "b read");
+		if (c == 'q')
+			return NULL;
+		if (c == 0) {
+			CHECK(write(p->done[1], "d", 1) == 1, "b done");
+			continue;
+		}
+		CHECK(write(p->to_a[1], "y", 1) == 1, "b write");
+	}
+}
+
+static void pp_start(struct pingpong *p)
+{
+	memset(p, 0, sizeof(*p));
+	CHECK(pipe(p->to_a) == 0 && pipe(p->to_b) == 0 && pipe(p->done) == 0, "pipe");
+	p->a.tid = p->b.tid = 0;
+	CHECK(pthread_create(&p->a.th, NULL, pp_a, p) == 0, "pthread_create");
+	CHECK(pthread_create(&p->b.th, NULL, pp_b, p) == 0, "pthread_create");
+	while (!__atomic_load_n(&p->a.tid, __ATOMIC_ACQUIRE) ||
+	       !__atomic_load_n(&p->b.tid, __ATOMIC_ACQUIRE))
+		kt_sleep_ms(1);
+}
+
+/* `rounds` round trips; returns when both are blocked again. */
+static void pp_run(struct pingpong *p, int rounds)
+{
+	char c;
+
+	CHECK(write(p->to_a[1], &rounds, sizeof(rounds)) == sizeof(rounds), "go");
+	CHECK(read(p->done[0], &c, 1) == 1, "done");
+	/*
+	 * b wrote "done" and goes back to read(): let it block. The state
+	 * turns S just before the switch-out: give that a moment too.
+	 */
+	while (kt_state(p->b.tid) != 'S' || kt_state(p->a.tid) != 'S')
+		kt_sleep_ms(1);
+	kt_sleep_ms(10);
+}
+
+static void pp_stop(struct pingpong *p)
+{
+	int q = -1;
+
+	CHECK(write(p->to_b[1], "q", 1) == 1, "quit");
+	CHECK(write(p->to_a[1], &q, sizeof(q)) == sizeof(q), "quit");
+	pthread_join(p->a.th, NULL);
+	pthread_join(p->b.th, NULL);
+}
+
+static void program(int fd, pid_t tid, uint64_t sel1, uint64_t fixed_ctrl)
+{
+	struct pfmfs_helper_msr ops[] = {
+		{ .msr = MSR_EVTSEL0, .value = EVTSEL_COUNT | EV_INSTR },
+		{ .msr = MSR_EVTSEL0 + 1, .value = sel1 },
+		{ .msr = MSR_FIXED_CTRL, .value = fixed_ctrl },
+		{ .msr = MSR_GLOBAL_CTRL, .value = 3 | FIXED_BIT(0) },
+	};
+
+	CHECK_OK(kt_batch(fd, PFMFS_HELPER_IOC_MSR_WRITE, THREAD, tid, ops, 4));
+}
+
+#define D(x) ((unsigned long long)(s1.x - s0.x))
+
+void t_ctrl_writes(void)
+{
+	struct pfmfs_helper_stats s0, s1;
+	struct pingpong p, q;
+	long nv0, nv1;
+	const int rounds = 200;
+	int fd = kt_open();
+
+	kt_pin(0);
+	pp_start(&p);
+	pp_start(&q);
+	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, p.a.tid));
+	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, p.b.tid));
+	/* Two registers differ: EVTSEL1 and FIXED_CTR_CTRL. */
+	program(fd, p.a.tid, EVTSEL_COUNT | EV_CYCLES, 0x3);
+	program(fd, p.b.tid, EVTSEL_COUNT | EV_BRANCHES, 0x33);
+	pp_run(&p, 5);	/* warm: the last image loaded on cpu 1 is b's */
+
+	nv0 = kt_ctxt(p.a.tid, 0) + kt_ctxt(p.b.tid, 0);
+	s0 = kt_stats(fd);
+	pp_run(&p, rounds);
+	s1 = kt_stats(fd);
+	nv1 = kt_ctxt(p.a.tid, 0) + kt_ctxt(p.b.tid, 0);
+	kt_log("%d round trips: %llu switch-ins, %llu outs, %llu ctrl, %llu global, %llu counter writes; %ld preemptions",
+	       rounds, D(switch_ins), D(switch_outs), D(ctrl_writes),
+	       D(global_writes), D(counter_writes), nv1 - nv0);
+	/*
+	 * a runs rounds + 1 times (woken by us, then by each of b's
+	 * replies), b rounds + 1 times (each of a's bytes and its end
+	 * byte). They load alternately, each after the other: 2 control
+	 * writes each. A preemption (none expected under SCHED_FIFO)
+	 * reloads the same image: one more switch-in, no control write.
+	 */
+	CHECK(D(switch_ins) == 2ULL * (rounds + 1) + (nv1 - nv0), "switch-ins %llu",
+	      D(switch_ins));
+	CHECK(D(switch_outs) == D(switch_ins), "switch-outs %llu", D(switch_outs));
+	CHECK(D(ctrl_writes) == 2ULL * 2 * (rounds + 1), "ctrl writes %llu, expected %d",
+	      D(ctrl_writes), 4 * (rounds + 1));
+	CHECK(D(global_writes) == D(switch_ins) + D(switch_outs), "global writes %llu",
+	      D(global_writes));
+	CHECK(D(counter_writes) == 7 * D(switch_ins), "counter writes %llu",
+	      D(counter_writes));
+
+	/* Neither thread monitored: nothing at all. */
+	s0 = kt_stats(fd);
+	pp_run(&q, rounds);
+	s1 = kt_stats(fd);
+	CHECK(D(switch_ins) == 0 && D(switch_outs) == 0 && D(ctrl_writes) == 0 &&
+	      D(global_writes) == 0 && D(counter_writes) == 0,
+	      "unmonitored switches: %llu in, %llu ctrl writes", D(switch_ins),
+	      D(ctrl_writes));
+
+	/* The same controls in both images: loads write no control register. */
+	program(fd, p.b.tid, EVTSEL_COUNT | EV_CYCLES, 0x3);
+	pp_run(&p, 2);
+	s0 = kt_stats(fd);
+	pp_run(&p, rounds);
+	s1 = kt_stats(fd);
+	CHECK(D(switch_ins) >= 2ULL * rounds, "switch-ins %llu", D(switch_ins));
+	CHECK(D(ctrl_writes) == 0, "equal images: %llu ctrl writes", D(ctrl_writes));
+
+	/* One differs by three (EVTSEL0, EVTSEL1, FIXED_CTR_CTRL). */
+	{
+		struct pfmfs_helper_msr ops[] = {
+			{ .msr = MSR_EVTSEL0, .value = EVTSEL_COUNT | EV_LLC_MISS },
+			{ .msr = MSR_EVTSEL0 + 1, .value = 0 },
+			{ .msr = MSR_FIXED_CTRL, .value = 0x300 },
+		};
+
+		CHECK_OK(kt_batch(fd, PFMFS_HELPER_IOC_MSR_WRITE, THREAD, p.b.tid, ops, 3));
+	}
+	pp_run(&p, 2);
+	nv0 = kt_ctxt(p.a.tid, 0) + kt_ctxt(p.b.tid, 0);
+	s0 = kt_stats(fd);
+	pp_run(&p, rounds);
+	s1 = kt_stats(fd);
+	nv1 = kt_ctxt(p.a.tid, 0) + kt_ctxt(p.b.tid, 0);
+	CHECK(D(ctrl_writes) == 3ULL * 2 * (rounds + 1),
+	      "ctrl writes %llu, expected %d (%ld preemptions)", D(ctrl_writes),
+	      6 * (rounds + 1), nv1 - nv0);
+
+	pp_stop(&p);
+	pp_stop(&q);
+	close(fd);
+}
