@@ -21,6 +21,8 @@ std::vector<int> capabilitiesNeeded(const std::string& backend) {
   // 3) and CAP_SYS_PTRACE lets it open events on other users' threads. Who
   // may ask for either is decided by our own checks (SPEC §2.2).
   if (backend == "perf") return {CAP_PERFMON, CAP_SYS_PTRACE};
+  // x86: the module checks CAP_SYS_RAWIO when its device is opened, which
+  // pfmfsd does before it mounts; the descriptor is all it needs afterwards.
   return {};
 }
 

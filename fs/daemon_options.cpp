@@ -46,8 +46,8 @@ struct LongOption {
 };
 
 constexpr LongOption kLongOptions[] = {
-    {"pmu", Opt::Pmu, true, "auto|perf|sim",
-     "backend: perf_event_open where it works, else the simulator (auto); or perf, or sim"},
+    {"pmu", Opt::Pmu, true, "auto|x86|perf|sim",
+     "backend: x86 (helper module), else perf, else the simulator (auto); or one of them"},
     {"perf-model", Opt::PerfModel, true, "auto|sw|x86",
      "perf register model: x86 where the kernel exposes a hardware PMU, else sw (auto)"},
     {"sim-clock", Opt::SimClock, true, "real|manual",
@@ -144,7 +144,8 @@ Status applyLong(DaemonOptions& o, const LongOption& lo, std::string_view value)
       if (value == "auto") o.pmu = PmuChoice::Auto;
       else if (value == "perf") o.pmu = PmuChoice::Perf;
       else if (value == "sim") o.pmu = PmuChoice::Sim;
-      else return err(EINVAL, "--pmu: '{}' is not auto, perf or sim", printable(value));
+      else if (value == "x86") o.pmu = PmuChoice::X86;
+      else return err(EINVAL, "--pmu: '{}' is not auto, x86, perf or sim", printable(value));
       return {};
     case Opt::PerfModel:
       if (value == "auto") o.perf_model = PerfModelChoice::Auto;
@@ -296,8 +297,8 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
     }
   }
 
-  if (o.sim_options && o.pmu == PmuChoice::Perf)
-    return err(EINVAL, "--sim-clock, --sim-width, --sim-counters, --sim-events and --sim-skid shape the simulator: not with --pmu=perf");
+  if (o.sim_options && (o.pmu == PmuChoice::Perf || o.pmu == PmuChoice::X86))
+    return err(EINVAL, "--sim-clock, --sim-width, --sim-counters, --sim-events and --sim-skid shape the simulator: not with --pmu={}", o.pmu == PmuChoice::Perf ? "perf" : "x86");
   if (mountpoint) {
     if (mountpoint->empty()) return err(EINVAL, "the mount point is an empty string");
     auto abs = absolutePath(*mountpoint);

@@ -15,7 +15,7 @@
 
 namespace pfmfs::fs {
 
-enum class PmuChoice { Auto, Sim, Perf };
+enum class PmuChoice { Auto, Sim, Perf, X86 };
 enum class PerfModelChoice { Auto, Software, X86 };
 
 struct DaemonOptions {
@@ -23,7 +23,7 @@ struct DaemonOptions {
   bool foreground = false;                // -f
   bool debug = false;                     // -d: FUSE's debug output, implies -f
   std::vector<std::string> fuse_options;  // each -o argument (comma lists kept whole)
-  PmuChoice pmu = PmuChoice::Auto;        // --pmu=auto|perf|sim
+  PmuChoice pmu = PmuChoice::Auto;        // --pmu=auto|x86|perf|sim
   PerfModelChoice perf_model = PerfModelChoice::Auto;  // --perf-model=auto|sw|x86
   pmu::sim::SimOptions sim;               // --sim-clock, --sim-width, --sim-counters, --sim-skid
   std::string sim_events_path;            // --sim-events=FILE (read by the daemon, not here)

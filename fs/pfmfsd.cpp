@@ -26,6 +26,7 @@
 #include "fs/thread_watcher.h"
 #include "pmu/perf/perf_backend.h"
 #include "pmu/sim/sim_backend.h"
+#include "pmu/x86/x86_backend.h"
 #include "session/engine.h"
 
 namespace {
@@ -105,16 +106,25 @@ Result<std::unique_ptr<pmu::Backend>> makePerf(const DaemonOptions& o) {
   return std::unique_ptr<pmu::Backend>(std::move(*perf));
 }
 
-// --pmu=auto: the sim when a --sim-* option shapes it; otherwise x86 once it
-// exists, then perf where perf_event_open works, then the sim. The choice is
-// logged and pmu/info says it.
+Result<std::unique_ptr<pmu::Backend>> makeX86() {
+  auto x86 = pmu::x86::X86Backend::create(pmu::x86::X86Options{});
+  if (!x86) return err(-x86.code(), "--pmu=x86: {}", x86.error().reason);
+  return std::unique_ptr<pmu::Backend>(std::move(*x86));
+}
+
+// --pmu=auto: the sim when a --sim-* option shapes it; otherwise x86 where
+// the helper module's device opens, then perf where perf_event_open works,
+// then the sim. The choice is logged and pmu/info says it.
 Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
   switch (o.pmu) {
     case PmuChoice::Sim: return makeSim(o);
     case PmuChoice::Perf: return makePerf(o);
+    case PmuChoice::X86: return makeX86();
     case PmuChoice::Auto: break;
   }
   if (o.sim_options) return makeSim(o);  // asking to shape the sim is asking for it
+  if (auto x86 = makeX86(); x86) return x86;
+  else log(LogLevel::Info, "not using x86: {}", x86.error().reason);
   if (Status usable = pmu::perf::perfUsable(); usable) return makePerf(o);
   else log(LogLevel::Info, "not using perf: {}", usable.error().reason);
   return makeSim(o);

@@ -2,6 +2,7 @@
 #include "pmu/host_info.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -75,6 +76,27 @@ bool cpuOnline(int cpu) {
     else break;
   }
   return false;
+}
+
+std::uint64_t monotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::optional<ThreadCpuTime> ThreadCpuTime::open(pid_t tid) {
+  if (tid <= 0) return std::nullopt;
+  Fd fd(::open(fmt::format("/proc/{}/schedstat", tid).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  return ThreadCpuTime(std::move(fd));
+}
+
+std::optional<std::uint64_t> ThreadCpuTime::read() const {
+  char buf[128];
+  ssize_t n = ::pread(fd_.get(), buf, sizeof buf - 1, 0);
+  if (n <= 0) return std::nullopt;  // the thread has been reaped
+  buf[n] = '\0';
+  return std::strtoull(buf, nullptr, 10);
 }
 
 }  // namespace pfmfs::pmu

@@ -4,7 +4,10 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
+
+#include "pmu/fd.h"
 
 namespace pfmfs::pmu {
 
@@ -20,5 +23,23 @@ std::optional<ThreadIds> threadIds(pid_t tid);
 
 // Whether `cpu` is online.
 bool cpuOnline(int cpu);
+
+// CLOCK_MONOTONIC in ns: a CPU target's time.
+std::uint64_t monotonicNs();
+
+// A thread's CPU time in ns (sum_exec_runtime, /proc/TID/schedstat), kept
+// open so that each reading is one pread. The kernel brings a running
+// thread's figure up to date at its ticks and switches.
+class ThreadCpuTime {
+ public:
+  // nullopt: no such thread.
+  static std::optional<ThreadCpuTime> open(pid_t tid);
+  // nullopt once the thread has been reaped.
+  std::optional<std::uint64_t> read() const;
+
+ private:
+  explicit ThreadCpuTime(Fd fd) : fd_(std::move(fd)) {}
+  Fd fd_;
+};
 
 }  // namespace pfmfs::pmu

@@ -51,6 +51,26 @@ std::uint64_t IntelArchDriver::readPmd(unsigned index) {
   return bits;
 }
 
+void IntelArchDriver::readPmds(RegMask pmds, std::span<std::uint64_t> out) {
+  std::uint32_t addrs[kMaxRegIndex];
+  std::uint64_t values[kMaxRegIndex];
+  std::size_t slots[kMaxRegIndex];
+  std::size_t n = 0;
+  for (std::size_t s = 0; s < desc_.pmds.size(); ++s) {
+    if (!(pmds & regBit(desc_.pmds[s].index))) continue;
+    addrs[n] = desc_.pmds[s].addr;
+    slots[n++] = s;
+  }
+  if (n == 0) return;
+  msrs_.readMsrs(std::span(addrs, n), std::span(values, n));
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t s = slots[i];
+    pmd_[s] = values[i] & desc_.pmds[s].widthMask();
+    pmd_known_[s] = true;
+    out[s] = pmd_[s];
+  }
+}
+
 void IntelArchDriver::loadImage(std::span<const std::uint64_t> pmcs, RegMask pmds,
                                 std::span<const std::uint64_t> pmd_bits) {
   for (std::size_t s = 0; s < desc_.pmcs.size(); ++s)
@@ -70,6 +90,10 @@ RegMask IntelArchDriver::takeOverflowStatus() {
   std::uint64_t status = msrs_.readMsr(kPerfGlobalStatus) & all_counters_;
   if (status == 0) return 0;
   msrs_.writeMsr(kPerfGlobalOvfCtrl, status);
+  return statusToPmds(status);
+}
+
+RegMask IntelArchDriver::statusToPmds(std::uint64_t status) const {
   RegMask pmds = 0;
   for (const auto& d : desc_.pmds)
     if (status & globalBit(d.index)) pmds |= regBit(d.index);

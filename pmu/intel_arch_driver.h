@@ -11,12 +11,20 @@
 
 namespace pfmfs::pmu::intel {
 
-// Access to one PMU's model-specific registers.
+// Access to one PMU's model-specific registers. Writes take effect in order;
+// an implementation that talks to a kernel (the x86 backend) may queue them
+// and send them in one batch before the next read or at flush().
 class MsrAccess {
  public:
   virtual ~MsrAccess() = default;
   virtual void writeMsr(std::uint32_t addr, std::uint64_t value) = 0;
   virtual std::uint64_t readMsr(std::uint32_t addr) = 0;
+  // Several reads, in one go where the implementation can.
+  virtual void readMsrs(std::span<const std::uint32_t> addrs, std::span<std::uint64_t> out) {
+    for (std::size_t i = 0; i < addrs.size(); ++i) out[i] = readMsr(addrs[i]);
+  }
+  // Makes every queued write take effect.
+  virtual void flush() {}
 };
 
 class IntelArchDriver {
@@ -27,6 +35,8 @@ class IntelArchDriver {
   void writePmc(unsigned index, std::uint64_t value);
   void writePmd(unsigned index, std::uint64_t hw_bits);
   std::uint64_t readPmd(unsigned index);
+  // The counters in `pmds`, read in one go, into out[slot] by description slot.
+  void readPmds(RegMask pmds, std::span<std::uint64_t> out);
 
   // Puts a register image on the PMU, writing only the registers whose value
   // differs from what the hardware is known to hold (perfctr's control
@@ -43,6 +53,9 @@ class IntelArchDriver {
   // Reads PERF_GLOBAL_STATUS, acknowledges it through PERF_GLOBAL_OVF_CTRL and
   // returns the overflowed counters as PMD numbers (0 if none).
   RegMask takeOverflowStatus();
+
+  // The PMDs whose bits are set in a PERF_GLOBAL_STATUS value.
+  RegMask statusToPmds(std::uint64_t status) const;
 
   // Global-register bit of PMD `index` (bit n for general counter n, 32 + n
   // for fixed counter n).

@@ -41,11 +41,11 @@ RegMask generalMask(unsigned general_counters) {
 
 std::uint64_t fixedCounterCode(unsigned n) { return n < kFixedCounters ? kFixedCodes[n] : 0; }
 
-std::vector<EventDesc> architecturalEvents(unsigned general_counters) {
+std::vector<EventDesc> architecturalEvents(unsigned general_counters, unsigned fixed_counters) {
   std::vector<EventDesc> out;
   for (const auto& a : kArchEvents) {
     RegMask counters = generalMask(general_counters);
-    if (a.fixed >= 0) counters |= regBit(kFixedPmd0 + static_cast<unsigned>(a.fixed));
+    if (a.fixed >= 0 && static_cast<unsigned>(a.fixed) < fixed_counters) counters |= regBit(kFixedPmd0 + static_cast<unsigned>(a.fixed));
     out.push_back(EventDesc{a.name, a.code, counters, a.desc});
   }
   return out;
@@ -56,6 +56,10 @@ Status checkShape(const Shape& shape) {
     return err(EINVAL, "{} general counters: must be 1..{}", shape.general_counters, kMaxGeneralCounters);
   if (shape.width < 16 || shape.width > 64)
     return err(EINVAL, "counter width {}: must be 16..64", shape.width);
+  if (shape.fixed_counters > kFixedCounters)
+    return err(EINVAL, "{} fixed counters: must be 0..{}", shape.fixed_counters, kFixedCounters);
+  if (shape.fixed_width != 0 && (shape.fixed_width < 16 || shape.fixed_width > 64))
+    return err(EINVAL, "fixed counter width {}: must be 16..64", shape.fixed_width);
   return {};
 }
 
@@ -67,8 +71,11 @@ PmuDescription makeDescription(const Shape& shape, std::vector<EventDesc> events
     d.pmcs.push_back(PmcDesc{n, fmt::format("PERFEVTSEL{}", n), kPerfEvtSel0 + n, 0, evtsel::kReserved});
   }
   // Fixed-counter control: 4 bits per implemented counter, the rest reserved.
-  std::uint64_t fixed_used = (std::uint64_t{1} << (fixedctl::kFieldBits * kFixedCounters)) - 1;
-  d.pmcs.push_back(PmcDesc{kFixedCtrlPmc, "FIXED_CTR_CTRL", kFixedCtrCtrl, 0, ~fixed_used});
+  // Hardware without fixed counters has no such register.
+  if (shape.fixed_counters > 0) {
+    std::uint64_t fixed_used = (std::uint64_t{1} << (fixedctl::kFieldBits * shape.fixed_counters)) - 1;
+    d.pmcs.push_back(PmcDesc{kFixedCtrlPmc, "FIXED_CTR_CTRL", kFixedCtrCtrl, 0, ~fixed_used});
+  }
 
   for (unsigned n = 0; n < shape.general_counters; ++n) {
     PmdDesc p;
@@ -84,12 +91,12 @@ PmuDescription makeDescription(const Shape& shape, std::vector<EventDesc> events
     p.int_bits = evtsel::kInt;
     d.pmds.push_back(p);
   }
-  for (unsigned n = 0; n < kFixedCounters; ++n) {
+  for (unsigned n = 0; n < shape.fixed_counters; ++n) {
     PmdDesc p;
     p.index = kFixedPmd0 + n;
     p.name = fmt::format("FIXED_CTR{}", n);
     p.addr = kFixedCtr0 + n;
-    p.width = shape.width;
+    p.width = shape.fixed_width ? shape.fixed_width : shape.width;
     p.ctl_pmc = kFixedCtrlPmc;
     p.field_mask = fixedctl::field(n, 0xf);
     p.usr_bits = fixedctl::field(n, fixedctl::kUsr);

@@ -73,12 +73,15 @@ inline constexpr std::uint64_t kBranchMissesRetired = 0xc5;
 std::uint64_t fixedCounterCode(unsigned n);
 
 // The seven architectural events, counted by any general counter and, for
-// instructions and cycles, by their fixed counter too.
-std::vector<EventDesc> architecturalEvents(unsigned general_counters);
+// instructions and cycles, by their fixed counter too where the PMU has it
+// (fixed counter n exists for n < fixed_counters).
+std::vector<EventDesc> architecturalEvents(unsigned general_counters, unsigned fixed_counters = kFixedCounters);
 
 struct Shape {
-  unsigned general_counters = 4;  // 1..8
-  unsigned width = 48;            // 16..64, general and fixed alike
+  unsigned general_counters = 4;            // 1..8
+  unsigned width = 48;                      // 16..64, general counters (and fixed ones unless fixed_width says)
+  unsigned fixed_counters = kFixedCounters;  // 0..3: hardware may implement fewer (CPUID.0AH:EDX[4:0])
+  unsigned fixed_width = 0;                 // 16..64, or 0: the same as width
 };
 
 Status checkShape(const Shape& shape);

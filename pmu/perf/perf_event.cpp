@@ -12,18 +12,6 @@
 
 namespace pfmfs::pmu::perf {
 
-Fd::~Fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
 Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd) {
   attr.size = sizeof attr;
   long fd = ::syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);

@@ -12,32 +12,10 @@
 #include <optional>
 #include <vector>
 
+#include "pmu/fd.h"
 #include "pmu/result.h"
 
 namespace pfmfs::pmu::perf {
-
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd();
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // perf_event_open with close-on-exec. The error keeps the kernel's errno.
 Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd);

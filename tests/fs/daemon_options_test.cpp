@@ -76,6 +76,17 @@ TEST(DaemonOptions, PerfBackend) {
   EXPECT_FALSE(parseOk({"--tick=5000"}).sim_options);
 }
 
+// The x86 backend: MSRs through the helper module; the sim's options
+// contradict it as they do perf.
+TEST(DaemonOptions, X86Backend) {
+  EXPECT_EQ(parseOk({"--pmu=x86"}).pmu, PmuChoice::X86);
+  EXPECT_EQ(parseOk({"--pmu", "x86", "--tick=5000"}).pmu, PmuChoice::X86);
+  auto bad = parseDaemonOptions(3, std::vector<const char*>{"pfmfsd", "--pmu=x86", "--sim-clock=manual"}.data());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, -EINVAL);
+  EXPECT_NE(bad.error().reason.find("not with --pmu=x86"), std::string::npos) << bad.error().reason;
+}
+
 // The command line the tests run the daemon with.
 TEST(DaemonOptions, TestCommandLine) {
   DaemonOptions o = parseOk({"-f", "--pmu=sim", "--sim-clock=manual", "-o", "allow_other", "/tmp/pfmfs-mnt"});
@@ -234,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--sim-events="}, "--sim-events"}, BadRow{{"--system-group="}, "--system-group"},
         BadRow{{"--sim-width="}, "--sim-width"}, BadRow{{"--tick="}, "--tick"},
         // Values that are no value of the option.
-        BadRow{{"--pmu=perfect"}, "--pmu: 'perfect'"}, BadRow{{"--perf-model=arm"}, "--perf-model: 'arm'"},
+        BadRow{{"--pmu=perfect"}, "--pmu: 'perfect' is not auto, x86, perf or sim"}, BadRow{{"--perf-model=arm"}, "--perf-model: 'arm'"},
         BadRow{{"--perf-model"}, "--perf-model needs a value"},
         BadRow{{"--pmu=perf", "--sim-clock=manual"}, "not with --pmu=perf"},
         BadRow{{"--sim-width=32", "--pmu", "perf"}, "not with --pmu=perf"}, BadRow{{"--pmu=SIM"}, "--pmu"}, BadRow{{"--pmu="}, "--pmu"},
@@ -283,7 +294,7 @@ TEST(DaemonOptions, UsageHasOneLinePerOption) {
   ASSERT_FALSE(usage.empty());
   EXPECT_EQ(usage.back(), '\n');
   const std::vector<std::string> options = {
-      "-f", "-d", "-o OPT[,OPT...]", "--pmu=auto|perf|sim", "--perf-model=auto|sw|x86", "--sim-clock=real|manual", "--sim-width=W", "--sim-counters=N",
+      "-f", "-d", "-o OPT[,OPT...]", "--pmu=auto|x86|perf|sim", "--perf-model=auto|sw|x86", "--sim-clock=real|manual", "--sim-width=W", "--sim-counters=N",
       "--sim-events=FILE", "--sim-skid=N", "--tick=NS", "--max-sessions-per-user=N", "--max-sets=N", "--max-messages=N",
       "--allow-kernel", "--system-group=GROUP", "--help", "--version"};
   EXPECT_EQ(lines.size(), options.size() + 1);

@@ -1,0 +1,65 @@
+// The x86 backend's one thread: it reads the records pfmfs_helper.ko queues
+// on the device (overflow interrupts, thread exits) and hands each to the
+// target it concerns, then tells that target's listener.
+//
+// Listeners are held weakly and called with no lock held, so a target may be
+// detached (and its session destroyed) at any moment, even from inside a call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "pmu/backend.h"
+#include "pmu/fd.h"
+#include "pmu/x86/helper_device.h"
+
+namespace pfmfs::pmu::x86 {
+
+// What the reader knows of one attached target, shared with the target.
+struct Watch {
+  std::weak_ptr<TargetListener> listener;
+  std::uint64_t attached_ns = 0;  // records stamped before this belong to an earlier attachment
+  std::mutex mutex;               // guards overflows
+  std::deque<pfmfs_helper_record> overflows;
+  // The module froze the target's counters at an interrupt (GLOBAL_CTRL 0)
+  // and they stay frozen until the backend enables them again.
+  std::atomic<bool> frozen{false};
+  std::atomic<bool> exited{false};  // the module reported the thread's exit
+};
+
+class RecordReader {
+ public:
+  // `device` must outlive the reader.
+  static Result<std::unique_ptr<RecordReader>> create(HelperDevice& device);
+  ~RecordReader();  // stops and joins the thread
+  RecordReader(const RecordReader&) = delete;
+  RecordReader& operator=(const RecordReader&) = delete;
+
+  void watch(const Target& target, std::shared_ptr<Watch> w);
+  void unwatch(const Target& target);
+
+  // Records the module dropped because the ring was full.
+  std::uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
+
+ private:
+  RecordReader(HelperDevice& device, Fd wake);
+  void run();
+  // Queues one record on its target; returns the listener to call, if any.
+  std::shared_ptr<Watch> route(const pfmfs_helper_record& r);
+
+  using Key = std::pair<int, int>;  // (TargetKind, id)
+  HelperDevice& device_;
+  Fd wake_;  // eventfd: stop
+  std::mutex mutex_;  // guards watches_; never held while a listener runs
+  std::map<Key, std::shared_ptr<Watch>> watches_;
+  std::atomic<std::uint64_t> lost_{0};
+  std::thread thread_;
+};
+
+}  // namespace pfmfs::pmu::x86
