@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the QEMU harness scripts (sourced, not run): where the repository
 # and the work directory are, which Debian kernel the guest boots, and the
 # Debian packages the harness needs.
@@ -25,7 +26,7 @@ vm_die() {
 vm_guest_kernel() {
   local k=${PFMFS_VM_KERNEL:-} v
   if [ -z "$k" ]; then
-    for v in $(ls /boot/ 2>/dev/null | sed -n 's/^vmlinuz-\(.*-amd64\)$/\1/p' | sort -rV); do
+    for v in $(find /boot -maxdepth 1 -name "vmlinuz-*-amd64" -printf "%f\n" | sed -n 's/^vmlinuz-\(.*-amd64\)$/\1/p' | sort -rV); do
       if [ -d "/lib/modules/$v/kernel" ]; then k=$v; break; fi
     done
     [ -n "$k" ] || vm_die "no /boot/vmlinuz-*-amd64 with modules in /lib/modules (install linux-image-amd64)"

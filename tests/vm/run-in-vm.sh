@@ -62,7 +62,7 @@ GUEST_MODULES=(virtio_pci 9pnet_virtio 9p fuse overlay)
 # leaving out what the kernel has built in.
 module_load_order() {
   local dir=/lib/modules/$VM_KVER line name
-  declare -A deps=() path=() done=()
+  declare -A deps=() path=() seen=()
   while IFS= read -r line; do
     name=${line%%:*}; name=${name##*/}; name=${name%%.ko*}; name=${name//-/_}
     path[$name]=${line%%:*}
@@ -70,8 +70,8 @@ module_load_order() {
   done <"$dir/modules.dep"
   visit() {
     local m=$1 d
-    [ -z "${done[$m]:-}" ] || return 0
-    done[$m]=1
+    [ -z "${seen[$m]:-}" ] || return 0
+    seen[$m]=1
     if [ -z "${path[$m]:-}" ]; then
       grep -q "/${m//_/[_-]}\.ko" "$dir/modules.builtin" && return 0
       vm_die "module $m is neither in modules.dep nor built into $VM_KVER"
@@ -203,8 +203,9 @@ start=$(date +%s)
 # stops QEMU) instead of after the pipeline. --foreground keeps QEMU in our
 # process group, for a CI runner that kills the group.
 {
-  timeout --foreground --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1
-  { echo $? >"$run/qemu-status"; } 2>/dev/null  # gone if we were interrupted
+  st=0
+  timeout --foreground --kill-after=10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 || st=$?
+  { echo $st >"$run/qemu-status"; } 2>/dev/null  # gone if we were interrupted
 } | sed -u 's/\r$//' | tee "$log" &
 wait $! || true
 qemu_status=$(cat "$run/qemu-status" 2>/dev/null || echo 1)
