@@ -15,8 +15,8 @@ as root in the repository's directory, powers off. Exit status: COMMAND's, or
   242 the guest stopped before COMMAND ended (panic, oops in init, ...)
   243 the timeout (default 900 s) ran out; QEMU was killed.
 The host's / is read-only in the guest; /tmp, /run, /var/tmp, /dev/shm are
-empty tmpfs and /etc, /var, /root, /home are writable overlays whose changes
-are lost. $PFMFS_VM_WORK/share (default build/vm/share) and every --rw DIR
+empty tmpfs (the host's files there are out of sight); /etc, /var, /root,
+/home are writable overlays whose changes are lost. $PFMFS_VM_WORK/share (default build/vm/share) and every --rw DIR
 are writable host directories at the same paths. --env passes a variable
 (NAME alone: its value here). Environment: PFMFS_VM_WORK (cache, logs),
 PFMFS_VM_KERNEL (version or vmlinuz path), PFMFS_VM_CPU (QEMU -cpu),
@@ -49,6 +49,10 @@ done
 [[ $timeout_s =~ ^[0-9]+$ && $mem_mb =~ ^[0-9]+$ ]] || vm_die "--timeout and --mem take whole numbers"
 command -v qemu-system-x86_64 >/dev/null || vm_die "qemu-system-x86_64 is missing (tests/vm/install-deps.sh)"
 
+case $REPO_ROOT/ in
+  /tmp/*|/run/*|/var/tmp/*|/dev/*)
+    vm_die "the repository is under ${REPO_ROOT%"${REPO_ROOT#/*/}"}, which the guest replaces with an empty tmpfs; check it out elsewhere" ;;
+esac
 vm_guest_kernel
 mkdir -p "$VM_WORK/share" "$VM_WORK/runs"
 
@@ -106,8 +110,8 @@ build_initramfs() {
     echo "$f" >>"$stage/modules/load-order"
   done
   # Uncompressed: it is a few MB, and the guest unpacks it faster so.
-  (cd "$stage" && find . | LC_ALL=C sort | busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$out.tmp"
-  mv "$out.tmp" "$out"
+  (cd "$stage" && find . | LC_ALL=C sort | busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$out.tmp.$$"
+  mv "$out.tmp.$$" "$out"
   rm -rf "$stage"
 }
 
