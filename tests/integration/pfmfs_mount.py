@@ -3,7 +3,9 @@
 # unprivileged test users, drive target processes, and run shell commands.
 #
 # The suite runs on the backend named by $PFMFS_BACKEND: `sim` (the default:
-# the sim backend, manual clock) or `perf` (pfmfsd --pmu=perf, the real clock).
+# the sim backend, manual clock), `perf` (pfmfsd --pmu=perf, the real clock)
+# or `x86` (pfmfsd --pmu=x86 over helper-kmod's pfmfs_helper.ko: in the QEMU
+# guest of tests/vm/, on the module's test PMU).
 # PMU gives each test what it needs of the backend in neutral terms (events
 # that count, register indices, pmu/info); a test that needs the sim itself
 # (manual clock, exact counts, --sim-* options) is marked @simOnly and is not
@@ -64,10 +66,12 @@ def simIp(t_ns):
 # ---- the backend ----------------------------------------------------------------
 
 BACKEND = os.environ.get('PFMFS_BACKEND', 'sim')
-if BACKEND not in ('sim', 'perf'):
-    raise SystemExit(f'PFMFS_BACKEND={BACKEND!r}: expected sim or perf')
+if BACKEND not in ('sim', 'perf', 'x86'):
+    raise SystemExit(f'PFMFS_BACKEND={BACKEND!r}: expected sim, perf or x86')
 SIM = BACKEND == 'sim'
 PERF = BACKEND == 'perf'
+X86 = BACKEND == 'x86'
+HELPER_DEVICE = '/dev/pfmfs_helper'
 
 USR = 1 << 16  # PERFEVTSEL's privilege bits, the same on every backend's PMCs
 OS = 1 << 17
@@ -83,6 +87,7 @@ class PmuTable:
     reserved: a bit every PMC reserves (EINVAL with it set).
     exclusive_threads: a thread takes one loaded session at most (EBUSY).
     holds_threads: the backend can hold a thread (flags notify_block).
+    thread_system_coexist: thread and system sessions load at once.
     """
 
     def __init__(self, **kw):
@@ -94,6 +99,7 @@ class PmuTable:
                                 + [f'pmd{k}' for k in self.pmds])
         self.last_pmd = self.pmds[-1]
         self.reserved = 1 << 32
+        self.__dict__.setdefault('thread_system_coexist', True)
 
     def pmc(self, event, usr=True, kernel=False):
         """The PMC value selecting `event` ((name, code)) at those levels, 0x hex
@@ -182,7 +188,23 @@ PERF_PMU = PmuTable(
     pmd_desc={k: (f'SWCTR{k}', '0x0', '64') for k in range(8)},
 )
 
-PMU = SIM_PMU if SIM else PERF_PMU
+# x86 on the helper module's test PMU (emulate=1 with its defaults): the
+# sim's registers, the seven architectural events, counts at the sim's rates
+# per ns that the target spends on a cpu, user and kernel time alike.
+X86_PMU = PmuTable(**dict(
+    SIM_PMU.__dict__,
+    backend='x86', thread_system_coexist=False,
+    info='backend=x86 model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
+         'features=fixed_counters,global_ctrl,ovfl_intr,emulated\n',
+    events=[e for e in SIM_PMU.events if 'SIM_PHASE' not in e]))
+
+PMU = SIM_PMU if SIM else PERF_PMU if PERF else X86_PMU
+
+# On x86 a count comes from time on a cpu, which the scheduler and the
+# clocks measure a little apart: what counted is within this fraction of
+# rate × CPU time, give or take X86_SLACK_NS of it.
+X86_TOLERANCE = 0.03
+X86_SLACK_NS = 300_000
 
 
 def simOnly(obj):
@@ -319,6 +341,8 @@ def requireEnvironment():
         missing.append('no pfmfsd (set PFMFSD)')
     if PERF and not perfEventsWork():
         missing.append('perf_event_open does not work here (PFMFS_BACKEND=perf)')
+    if X86 and not os.path.exists(HELPER_DEVICE):
+        missing.append(f'no {HELPER_DEVICE}: pfmfs_helper.ko is not loaded (PFMFS_BACKEND=x86)')
     if not missing:
         return
     reason = ', '.join(missing)
@@ -473,16 +497,42 @@ def errnoName(e):
 
 # ---- processes ------------------------------------------------------------------
 
+def waitAsleep(pid, tid, timeout=5.0):
+    """Returns once thread tid of process pid sleeps: state S and no CPU
+    time for 1 ms (at once if it is gone: nothing more can move)."""
+    base = f'/proc/{pid}/task/{tid}'
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            with open(f'{base}/stat') as f:
+                state = f.read().rsplit(')', 1)[1].split()[0]
+            with open(f'{base}/schedstat') as f:
+                ran = f.read().split()[0]
+            if state == 'S':
+                time.sleep(0.001)
+                with open(f'{base}/schedstat') as f:
+                    if f.read().split()[0] == ran:
+                        return
+            else:
+                time.sleep(0.0002)
+    except OSError:
+        return
+    raise AssertionError(f'process {pid} thread {tid} still running after {timeout} s')
+
+
 @contextlib.contextmanager
 def sleeper(user=None):
     """A `sleep 1000` process (its pid is a tid to load on), as `user` if
-    given; killed and reaped on exit."""
+    given, asleep when it is given (its start-up takes CPU time, which a
+    test that compares two snapshots would see move); killed and reaped on
+    exit."""
     kwargs = {}
     if user is not None:
         uid, gid = userIds(user)
         kwargs = dict(user=uid, group=gid, extra_groups=[])
     proc = subprocess.Popen(['sleep', '1000'], **kwargs)
     try:
+        waitAsleep(proc.pid, proc.pid)
         yield proc
     finally:
         if proc.poll() is None:
@@ -579,25 +629,8 @@ class Worker:
         its "ok" it still runs a little on its way back to the read, and on
         a busy machine that can come late; on perf its time (enabled_ns,
         running_ns) moves meanwhile, which a test comparing two snapshots
-        would take for a change. Asleep: state S and no CPU time for 1 ms."""
-        base = f'/proc/{self.pid}/task/{self.tid}'
-        deadline = time.monotonic() + timeout
-        try:
-            while time.monotonic() < deadline:
-                with open(f'{base}/stat') as f:
-                    state = f.read().rsplit(')', 1)[1].split()[0]
-                with open(f'{base}/schedstat') as f:
-                    ran = f.read().split()[0]
-                if state == 'S':
-                    time.sleep(0.001)
-                    with open(f'{base}/schedstat') as f:
-                        if f.read().split()[0] == ran:
-                            return
-                else:
-                    time.sleep(0.0002)
-        except OSError:
-            return  # the thread is gone: nothing more can move
-        raise AssertionError(f'worker {self.pid} thread {self.tid} still running {timeout} s after its answer')
+        would take for a change."""
+        waitAsleep(self.pid, self.tid, timeout)
 
     def faults(self, process=False):
         """The page faults (minor and major) the target thread took so far;
@@ -606,6 +639,24 @@ class Worker:
         with open(path) as f:
             fields = f.read().rsplit(')', 1)[1].split()
         return int(fields[7]) + int(fields[9])
+
+    def cpuNs(self, process=False):
+        """The CPU time of the target thread (or, with `process`, of the
+        process's threads still there) so far, in ns."""
+        if not process:
+            with open(f'/proc/{self.pid}/task/{self.tid}/schedstat') as f:
+                return int(f.read().split()[0])
+        total = 0
+        for tid in os.listdir(f'/proc/{self.pid}/task'):
+            with open(f'/proc/{self.pid}/task/{tid}/schedstat') as f:
+                total += int(f.read().split()[0])
+        return total
+
+    def work(self, process=False):
+        """What PMU.event_a has counted on the target so far by the
+        kernel's own accounting: page faults on perf, rate_a × CPU time on
+        x86 (and on sim, where nothing reads it)."""
+        return PMU.rate_a * self.cpuNs(process) if X86 else self.faults(process)
 
     def fault(self, n):
         """The thread touches n fresh pages; returns the page faults it took
@@ -828,6 +879,8 @@ def backendArgs(manual_clock=True):
         # perf-sw everywhere, even where a hardware PMU would make auto pick
         # perf-x86: the expectations below are perf-sw's.
         return ['--pmu=perf', '--perf-model=sw']
+    if X86:
+        return ['--pmu=x86']
     return ['--pmu=sim'] + (['--sim-clock=manual'] if manual_clock else [])
 
 
@@ -934,7 +987,8 @@ class Driven:
     """What a test made PMU.event_a count on a Worker, from here on: low is
     what it asked for (drive), high what may have counted: on sim the same
     (counts are exact), on perf every page fault the thread took since,
-    kernel-level ones and any stray ones included."""
+    kernel-level ones and any stray ones included, on x86 rate_a per ns of
+    the thread's CPU time since."""
 
     def __init__(self, test, w, mount=None, process=False):
         self.test = test
@@ -942,7 +996,7 @@ class Driven:
         self.mount = mount
         self.process = process
         self.low = 0
-        self.base = w.faults(process)
+        self.base = w.work(process)
 
     def drive(self, n):
         self.test.drive(self.w, n, self.mount)
@@ -951,7 +1005,7 @@ class Driven:
     def restart(self):
         """Tallies from zero again (after writing the PMD)."""
         self.low = 0
-        self.base = self.w.faults(self.process)
+        self.base = self.w.work(self.process)
         self.frozen = None
 
     frozen = None
@@ -964,14 +1018,19 @@ class Driven:
     def high(self):
         if self.frozen is not None:
             return self.frozen
-        return self.low if SIM else self.w.faults(self.process) - self.base
+        return self.low if SIM else self.w.work(self.process) - self.base
 
     def check(self, value, start=0, minus=0):
         """value is start plus what counted since the tally began, less
         `minus` (mod 2^64): exactly low - minus on sim, within
-        [low - minus, high - minus] elsewhere."""
+        [low - minus, high - minus] elsewhere (widened by X86_TOLERANCE and
+        X86_SLACK_NS on x86)."""
         got = (value - start) % U64
         low, high = self.low - minus, self.high() - minus
+        if X86:
+            slack = PMU.rate_a * X86_SLACK_NS
+            low = int(self.low * (1 - X86_TOLERANCE)) - slack - minus
+            high = int(self.high() * (1 + X86_TOLERANCE)) + slack - minus
         if SIM:
             self.test.assertEqual(got, low, f'{value} is start {start} + {got}, expected + {low}')
         else:
@@ -1042,6 +1101,10 @@ class MountTestCase(unittest.TestCase):
             self.assertEqual(n % PMU.rate_a, 0, f'{n} events of {PMU.event_a[0]} are no whole ns')
             m.advance(n // PMU.rate_a)
             return n
+        if X86:
+            before = w.work()
+            w.burn(-(-n // PMU.rate_a))
+            return w.work() - before
         return w.fault(n)
 
     def driven(self, w, mount=None, process=False):
