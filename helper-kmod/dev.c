@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dev.c - /dev/pfmfs_helper: open (CAP_SYS_RAWIO), the ioctls of
+ * The device /dev/pfmfs_helper: open (CAP_SYS_RAWIO), the ioctls of
  * uapi/pfmfs_helper.h with every argument checked, read() and poll() of
  * the records, and close, which leaves nothing counting.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * emul.c - the test PMU (emulate=1): an Intel architectural perfmon v2 PMU
+ * The test PMU (emulate=1): an Intel architectural perfmon v2 PMU
  * per cpu, in software, behind the module's rdmsr/wrmsr accessors and its
  * CPUID leaf 0xA. Everything else in the module runs unchanged on it.
  *
@@ -225,9 +225,9 @@ static u64 pfh_emu_next(struct pfh_emu *e)
 		if (e->pmi_pending & pfh_emu_bit(i))
 			next = min(next, c->due);
 		else if (c->num && c->intr)
-			next = min(next, pfh_emu_due(c,
-				pfh_emu_events(c->num, c->den, e->t),
-				pfh_emu_mask(i) - c->value));
+			next = min(next,
+				   pfh_emu_due(c, pfh_emu_events(c->num, c->den, e->t),
+					       pfh_emu_mask(i) - c->value));
 	}
 	return next;
 }

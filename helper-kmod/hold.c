@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hold.c - perfmon2's notify_block: a held thread does not return to user
+ * Holds, perfmon2's notify_block: a held thread does not return to user
  * space until it is released. A task_work runs as it returns and sleeps
  * (killable) until RELEASE, DETACH or the opener's close.
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * main.c - pfmfs_helper.ko's parameters, load and unload: the PMU's shape
+ * The parameters of pfmfs_helper.ko, its load and unload: the PMU's shape
  * (CPUID leaf 0xA, or the test PMU's with emulate=1), then every part in
  * order, unwound with gotos.
  */
@@ -166,8 +166,9 @@ static void __exit pfh_exit(void)
 	/* No opener is left: the device's module reference saw to that. */
 	pfh_dev_exit();
 	pfh_sched_exit();
-	pfh_nmi_exit();
+	/* The test PMU's timers go before the handler of the NMIs they send. */
 	pfh_emul_exit();
+	pfh_nmi_exit();
 	pfh_hold_exit();
 	/* Targets freed by call_rcu() run code of this module. */
 	rcu_barrier();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * msr.c - the MSR allowlist (data built from the PMU's shape), the accessors
+ * The MSR allowlist (data built from the PMU's shape), the accessors
  * of this cpu's PMU (hardware or the test PMU), and MSR batches run on a cpu
  * or on a thread's image: one IPI per batch.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nmi.c - overflow interrupts: the counters' reservation against perf and
+ * Overflow interrupts: the counters' reservation against perf and
  * the NMI watchdog, the LVTPC programmed for NMIs, and the NMI handler that
  * freezes the counters and records the overflow for the target's opener.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * pfh.h - what the files of pfmfs_helper.ko share: the PMU's shape, register
+ * What the files of pfmfs_helper.ko share: the PMU's shape, register
  * images, targets, openers, the per-cpu state and the statistics.
  *
  * Locks, outermost first: pfh_mutex (targets, openers, activation), then an
@@ -110,14 +110,14 @@ extern struct pfh_stats pfh_stats;
 struct pfh_image {
 	raw_spinlock_t lock;		/* everything below; irqs off */
 	int cpu;			/* where it is loaded, or -1 */
-	bool frozen;			/* an overflow stopped it: GLOBAL_CTRL loads as 0 until written */
+	bool frozen;			/* an overflow stopped it: GLOBAL_CTRL 0 until written */
 	bool dead;			/* detached: never loaded again */
 	u64 evtsel[PFH_MAX_GP];		/* PERFEVTSELx */
 	u64 pmc[PFH_MAX_GP];		/* PMCx, while not loaded */
 	u64 fixed_ctrl;			/* FIXED_CTR_CTRL */
 	u64 fixed[PFH_MAX_FIXED];	/* FIXED_CTRx, while not loaded */
 	u64 global_ctrl;		/* PERF_GLOBAL_CTRL as last written */
-	u64 status;			/* overflow bits saved at switch-out, until OVF_CTRL clears them */
+	u64 status;			/* overflows saved at switch-out until OVF_CTRL */
 };
 
 struct pfh_file;

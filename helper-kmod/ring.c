@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ring.c - each opener's ring of records, and read()/poll() of the device.
+ * Each opener's ring of records, and read()/poll() of the device.
  *
  * Producers run anywhere: NMI handlers, sched_switch with the runqueue lock
  * held, exit and fork. A bounded queue of slots, each with a sequence
@@ -56,18 +56,18 @@ static bool pfh_ring_push(struct pfh_ring *r, const struct pfmfs_helper_record *
 
 	for (;;) {
 		slot = &r->slots[pos & r->mask];
+		/* Pairs with the consumer's release: the slot is free. */
 		seq = smp_load_acquire(&slot->seq);
 		diff = (long)(seq - pos);
-		if (diff == 0) {
-			if (try_cmpxchg(&r->head, &pos, pos + 1))
-				break;
-		} else if (diff < 0) {
-			return false;	/* the slot still holds a record a lap behind */
-		} else {
-			pos = READ_ONCE(r->head);
-		}
+		if (diff < 0)
+			return false;	/* it still holds a record a lap behind */
+		if (diff > 0)
+			pos = READ_ONCE(r->head);	/* another producer took it */
+		else if (try_cmpxchg(&r->head, &pos, pos + 1))
+			break;
 	}
 	slot->rec = *rec;
+	/* Publishes the record: pairs with the consumer's acquire. */
 	smp_store_release(&slot->seq, pos + 1);
 	return true;
 }
@@ -82,6 +82,7 @@ static unsigned int pfh_ring_peek(struct pfh_ring *r,
 	for (n = 0; n < max; n++) {
 		struct pfh_ring_slot *slot = &r->slots[(r->tail + n) & r->mask];
 
+		/* Pairs with the producer's release: the record is whole. */
 		if (smp_load_acquire(&slot->seq) != r->tail + n + 1)
 			break;
 		out[n] = slot->rec;
@@ -95,6 +96,7 @@ static void pfh_ring_take(struct pfh_ring *r, unsigned int n)
 	while (n--) {
 		struct pfh_ring_slot *slot = &r->slots[r->tail & r->mask];
 
+		/* The record is read: the slot is free for the next lap. */
 		smp_store_release(&slot->seq, r->tail + r->mask + 1);
 		r->tail++;
 	}
@@ -106,8 +108,10 @@ bool pfh_ring_readable(struct pfh_file *f)
 
 	unsigned long tail = READ_ONCE(r->tail);
 
-	return atomic64_read(&r->lost) ||
-	       smp_load_acquire(&r->slots[tail & r->mask].seq) == tail + 1;
+	if (atomic64_read(&r->lost))
+		return true;
+	/* Pairs with the producer's release. */
+	return smp_load_acquire(&r->slots[tail & r->mask].seq) == tail + 1;
 }
 
 /* Queues a record for an opener, from any context. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sched.c - the scheduler's tracepoints: sched_switch saves and loads the
+ * The scheduler's tracepoints: sched_switch saves and loads the
  * images of monitored threads, sched_process_exit reports and detaches an
  * attached thread, sched_process_fork reports its children.
  */

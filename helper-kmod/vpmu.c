@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vpmu.c - per-thread and per-cpu virtual PMUs: register images loaded and
+ * Per-thread and per-cpu virtual PMUs: register images loaded and
  * saved on a cpu (with the per-cpu control cache, perfctr's way: only the
  * control registers that differ are written), targets attached and
  * detached, and the PMU set up at the first open and put back at the last
@@ -21,6 +21,7 @@
 #include "pfh.h"
 
 DEFINE_PER_CPU(struct pfh_cpu, pfh_cpus);
+/* Targets, openers, the first open and the last close (see pfh.h). */
 DEFINE_MUTEX(pfh_mutex);
 LIST_HEAD(pfh_files);
 atomic_t pfh_nr_threads = ATOMIC_INIT(0);
@@ -369,8 +370,10 @@ int pfh_attach(struct pfh_file *f, u32 kind, u32 id)
 
 /*
  * Forgets a target, under pfh_mutex: no cpu loads it again (dead), the cpu
- * that holds it stops its counters and unloads it, a hold is released, and
- * it is freed once no probe or NMI handler can see it.
+ * that holds it stops its counters and unloads it, and only then does it
+ * leave the hash (sched_switch must find it to save it until it is
+ * unloaded); a hold is released, and it is freed once no probe or NMI
+ * handler can see it.
  */
 void pfh_detach(struct pfh_target *t)
 {
@@ -378,6 +381,14 @@ void pfh_detach(struct pfh_target *t)
 	unsigned long flags;
 	int cpu;
 
+	raw_spin_lock_irqsave(&img->lock, flags);
+	img->dead = true;
+	cpu = img->cpu;
+	raw_spin_unlock_irqrestore(&img->lock, flags);
+	if (cpu >= 0 && smp_call_function_single(cpu, pfh_unload_fn, t, 1)) {
+		/* The cpu went offline: its PMU holds nothing for anyone. */
+		WRITE_ONCE(per_cpu(pfh_cpus, cpu).loaded, NULL);
+	}
 	list_del(&t->node);
 	if (t->kind == PFMFS_HELPER_TARGET_THREAD) {
 		hash_del_rcu(&t->hnode);
@@ -386,14 +397,6 @@ void pfh_detach(struct pfh_target *t)
 	} else {
 		per_cpu(pfh_cpus, t->id).cpu_target = NULL;
 		pfh_nr_cpu_targets--;
-	}
-	raw_spin_lock_irqsave(&img->lock, flags);
-	img->dead = true;
-	cpu = img->cpu;
-	raw_spin_unlock_irqrestore(&img->lock, flags);
-	if (cpu >= 0 && smp_call_function_single(cpu, pfh_unload_fn, t, 1)) {
-		/* The cpu went offline: its PMU holds nothing for anyone. */
-		WRITE_ONCE(per_cpu(pfh_cpus, cpu).loaded, NULL);
 	}
 	atomic64_dec(&pfh_stats.attached);
 	call_rcu(&t->rcu, pfh_target_free_rcu);
@@ -420,11 +423,16 @@ void pfh_file_cleanup(struct pfh_file *f)
 	cpus_read_unlock();
 }
 
-/* IPI of the first open: the control cache filled, LVTPC for NMIs. */
+/*
+ * IPI of the first open: the control cache filled, and overflows left in
+ * GLOBAL_STATUS by a previous user acknowledged (an NMI would take them for
+ * ours).
+ */
 static void pfh_cpu_up_fn(void *arg)
 {
 	struct pfh_cpu *pc = this_cpu_ptr(&pfh_cpus);
 	unsigned int i;
+	u64 status;
 
 	for (i = 0; i < pfh_shape.nr_gp; i++)
 		if (pfh_rdmsr(PFH_MSR_EVTSEL0 + i, &pc->evtsel[i]))
@@ -432,6 +440,9 @@ static void pfh_cpu_up_fn(void *arg)
 	pc->fixed_ctrl = 0;
 	if (pfh_shape.nr_fixed && pfh_rdmsr(PFH_MSR_FIXED_CTRL, &pc->fixed_ctrl))
 		pc->fixed_ctrl = PFH_CACHE_UNKNOWN;
+	if (!pfh_rdmsr(PFH_MSR_GLOBAL_STATUS, &status) &&
+	    (status & pfh_shape.counter_bits))
+		pfh_wrmsr(PFH_MSR_GLOBAL_OVF, status & pfh_shape.counter_bits);
 	pc->loaded = NULL;
 	pc->swallow = 0;
 	pc->lvtpc_armed = false;

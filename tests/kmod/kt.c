@@ -225,15 +225,27 @@ static int kt_proc_read(pid_t tid, const char *what, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The kernel's CPU-time clocks (posix-cpu-timers): a thread's own clock
+ * for a thread of this process, the process clock for another process (our
+ * children are single-threaded). Unlike /proc/TID/schedstat they include
+ * the running slice up to now.
+ */
+#define KT_CPUCLOCK_SCHED	2
+#define KT_CPUCLOCK_PERTHREAD	4
+#define KT_CPUCLOCK(pid, thread) \
+	((clockid_t)((~(unsigned int)(pid) << 3) | KT_CPUCLOCK_SCHED | \
+		     ((thread) ? KT_CPUCLOCK_PERTHREAD : 0)))
+
 uint64_t kt_cputime(pid_t tid)
 {
-	unsigned long long ns = 0;
-	char buf[128];
+	struct timespec ts;
 
-	CHECK(kt_proc_read(tid, "schedstat", buf, sizeof(buf)) == 0,
-	      "/proc/%d/schedstat", tid);
-	CHECK(sscanf(buf, "%llu", &ns) == 1, "/proc/%d/schedstat: %s", tid, buf);
-	return ns;
+	if (clock_gettime(KT_CPUCLOCK(tid, 1), &ts) &&
+	    clock_gettime(KT_CPUCLOCK(tid, 0), &ts))
+		kt_fail(__FILE__, __LINE__, "clock_gettime", "CPU clock of %d: %s",
+			tid, strerror(errno));
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 long kt_ctxt(pid_t tid, int voluntary)
@@ -344,6 +356,7 @@ static const struct kt_test kt_tests[] = {
 	{ "hold", t_hold },
 	{ "exit_fork", t_exit_fork },
 	{ "kill9", t_kill9 },
+	{ "stress", t_stress },
 };
 
 int main(int argc, char **argv)

@@ -101,7 +101,7 @@ void kt_sleep_ms(unsigned int ms);
 pid_t kt_gettid(void);
 void kt_pin(int cpu);			/* the calling thread */
 int kt_ncpus(void);
-uint64_t kt_cputime(pid_t tid);		/* ns on cpu, /proc/TID/schedstat */
+uint64_t kt_cputime(pid_t tid);		/* ns on cpu: CPU-time clocks */
 long kt_ctxt(pid_t tid, int voluntary);	/* context switches, /proc/TID/status */
 char kt_state(pid_t tid);		/* R, S, D... from /proc/TID/stat */
 
@@ -144,5 +144,6 @@ void t_lost(void);
 void t_hold(void);
 void t_exit_fork(void);
 void t_kill9(void);
+void t_stress(void);
 
 #endif /* KT_H */

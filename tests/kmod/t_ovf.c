@@ -160,6 +160,31 @@ void t_overflow_cpu(void)
 	close(fd);
 }
 
+struct blocked {
+	int fd;
+	int reads;				/* read() calls returned */
+	pid_t tid;
+	ssize_t len[2];
+	struct pfmfs_helper_record rec[2];
+};
+
+/*
+ * Its own creation is a FORK of the attached thread: the first read()
+ * returns that; the second blocks until the next one.
+ */
+static void *blocked_read(void *arg)
+{
+	struct blocked *b = arg;
+	int i;
+
+	b->tid = kt_gettid();
+	for (i = 0; i < 2; i++) {
+		b->len[i] = read(b->fd, &b->rec[i], sizeof(b->rec[i]));
+		__atomic_store_n(&b->reads, i + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
 /* Run with ring_records=16. */
 void t_lost(void)
 {
@@ -212,5 +237,41 @@ void t_lost(void)
 	CHECK(n == 1 && recs[0].type == PFMFS_HELPER_REC_FORK &&
 	      recs[0].child_pid == (uint32_t)kids[0], "after the drain: %d, type %u",
 	      n, recs[0].type);
+
+	/* Whole records only: room for 2.5 gets 2 of the 3 queued. */
+	for (i = 0; i < 3; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0)
+			_exit(0);
+		waitpid(kids[i], NULL, 0);
+	}
+	len = read(fd, recs, 5 * sizeof(recs[0]) / 2);
+	CHECK(len == 2 * (ssize_t)sizeof(recs[0]), "read of 2.5 records: %zd", len);
+	len = read(fd, recs, sizeof(recs));
+	CHECK(len == (ssize_t)sizeof(recs[0]) && recs[0].child_pid == (uint32_t)kids[2],
+	      "the third: %zd", len);
+
+	/* A blocked read() wakes up for the next record. */
+	{
+		struct blocked b = { .fd = fd };
+		pthread_t th;
+
+		CHECK(pthread_create(&th, NULL, blocked_read, &b) == 0, "pthread_create");
+		kt_sleep_ms(300);
+		CHECK(__atomic_load_n(&b.reads, __ATOMIC_ACQUIRE) == 1,
+		      "%d reads returned, expected 1", b.reads);
+		CHECK(b.len[0] == sizeof(b.rec[0]) && b.rec[0].type == PFMFS_HELPER_REC_FORK &&
+		      b.rec[0].child_tid == (uint32_t)b.tid && b.rec[0].child_pid == (uint32_t)getpid(),
+		      "the reader's own FORK: %zd, type %u, child %u", b.len[0], b.rec[0].type,
+		      b.rec[0].child_tid);
+		kids[0] = fork();
+		if (kids[0] == 0)
+			_exit(0);
+		waitpid(kids[0], NULL, 0);
+		pthread_join(th, NULL);
+		CHECK(b.len[1] == sizeof(b.rec[1]) && b.rec[1].type == PFMFS_HELPER_REC_FORK &&
+		      b.rec[1].child_pid == (uint32_t)kids[0], "blocked read: %zd, type %u",
+		      b.len[1], b.rec[1].type);
+	}
 	close(fd);
 }
