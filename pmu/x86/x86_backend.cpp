@@ -165,6 +165,21 @@ class X86Target final : public TargetPmu {
     return o;
   }
 
+  // An interrupt the module took (the counters froze there) whose record
+  // the engine has not taken yet: the engine takes it before the set leaves
+  // the PMU, so that its carry lands in the set that counted it. (A record
+  // still in the module's ring, not yet read by the record thread, is not
+  // seen here: a window of microseconds after the NMI.)
+  RegMask overflowsInSkid() override {
+    std::uint64_t status = 0;
+    {
+      std::lock_guard l(watch_->mutex);
+      for (const auto& r : watch_->overflows) status |= r.value;
+    }
+    return status ? driver_.statusToPmds(status) : 0;
+  }
+  void raiseOverflowInSkid() override {}  // raised already: takeOverflow has it
+
   void hold(bool held) override { report(device_.hold(target_, held)); }
 
   bool gone() override {
