@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds pfmfs and runs every test: unit, mount (integration) and libpfm
 # tests in a plain build (with the benchmarks once, as a check that they run),
-# in an ASan/UBSan build and in a TSan build. Ends with the
+# in an ASan/UBSan build and in a TSan build; and, in the plain build, the
+# helper module's tests and the mount tests on the x86 backend in a QEMU
+# guest (suite vm, tests/vm/). Ends with the
 # lines "benchmarks: N passed, M failed" and "tests: N passed, M failed, K
 # skipped", after one naming each failure; exits non-zero on any failure, and
 # on any skip when CI=true (CI must run every test).
@@ -9,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+tests/vm/install-deps.sh  # QEMU, Debian's kernel and its headers, for suite vm
 
 setup() {  # setup DIR [meson options...]
   local dir=$1; shift
@@ -36,7 +39,7 @@ setup build
 run build --benchmark --verbose
 mkdir -p build/summary
 cp build/meson-logs/testlog.json build/summary/benchmarks.json 2>/dev/null || rm -f build/summary/benchmarks.json
-run build --suite unit --suite integration --suite libpfm
+run build --suite unit --suite integration --suite libpfm --suite vm
 
 # The integration tests mount this build's pfmfsd, so the daemon itself runs
 # under ASan/UBSan here, with every mount test driving it.

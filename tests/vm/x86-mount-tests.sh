@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The mount tests (tests/integration/) on the x86 backend: boots the QEMU
+# guest of tests/vm/ once, loads pfmfs_helper.ko on its test PMU
+# (emulate=1), and runs each named test file with PFMFS_BACKEND=x86 against
+# this build's pfmfsd. Prints one line per file, the failures' output, then
+# `N passed, M failed` (files); exits 0 only if every file passed.
+#
+#   tests/vm/x86-mount-tests.sh BUILD_DIR FILE...    e.g. build tree ctl counts
+#
+# In the guest it runs itself with --guest. Logs: $PFMFS_VM_WORK (default
+# build/vm)/x86-results/FILE.log and x86-console.log.
+set -euo pipefail
+
+if [ "${1:-}" = --guest ]; then
+  shift
+  ko=$1 build=$2 out=$3; shift 3
+  insmod "$ko" emulate=1 || { echo "FAIL insmod $ko emulate=1" >"$out/results"; exit 0; }
+  export PFMFSD=$build/fs/pfmfsd PFMFS_BACKEND=x86 PYTHONDONTWRITEBYTECODE=1 \
+    PFMFS_PROGS=$build/tests/integration/progs CI=${CI:-}
+  for f in "$@"; do
+    start=$(date +%s)
+    rc=0
+    timeout -k 5 600 python3 "tests/integration/test_$f.py" >"$out/$f.log" 2>&1 || rc=$?
+    ran=$(grep -E '^backend x86: ' "$out/$f.log" | tail -n1 | sed 's/^backend x86: //')
+    if [ $rc -eq 0 ]; then
+      echo "PASS $f ($(( $(date +%s) - start )) s; $ran)" >>"$out/results"
+    else
+      echo "FAIL $f (exit $rc, $(( $(date +%s) - start )) s; $ran)" >>"$out/results"
+    fi
+    tail -n1 "$out/results"
+  done
+  # Whatever the tests did, the daemons are gone: the module must unload.
+  rmmod pfmfs_helper || echo "FAIL rmmod: the module did not unload after the tests" >>"$out/results"
+  dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace' >"$out/dmesg" && echo "FAIL kernel log: see dmesg" >>"$out/results"
+  exit 0
+fi
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+[ $# -ge 2 ] || vm_die "usage: tests/vm/x86-mount-tests.sh BUILD_DIR FILE..."
+build=$(cd "$1" && pwd); shift
+[ -x "$build/fs/pfmfsd" ] || vm_die "no $build/fs/pfmfsd: build first"
+ko=$(tests/vm/build-module.sh)
+out=$VM_WORK/share/x86-results
+rm -rf "$out"; mkdir -p "$out"
+start=$(date +%s)
+status=0
+tests/vm/run-in-vm.sh --timeout 1200 --env CI -- tests/vm/x86-mount-tests.sh --guest "$ko" "$build" "$out" "$@" \
+  >"$VM_WORK/x86-console.log" 2>&1 || status=$?
+rm -rf "$VM_WORK/x86-results"; cp -r "$out" "$VM_WORK/x86-results"
+passed=0 failed=0
+if [ -f "$out/results" ]; then
+  while read -r line; do
+    echo "$line"
+    case $line in
+      PASS*) passed=$((passed + 1)) ;;
+      *) failed=$((failed + 1))
+         f=${line#FAIL }; f=${f%% *}
+         [ -f "$out/$f.log" ] && grep -E -A25 '^(FAIL|ERROR):' "$out/$f.log" | head -n 80 | sed 's/^/    /' ;;
+    esac
+  done <"$out/results"
+fi
+if [ $((passed + failed)) -lt $# ]; then
+  echo "the guest ran $((passed + failed)) of $# files (run-in-vm.sh status $status; console: $VM_WORK/x86-console.log)"
+  tail -n 20 "$VM_WORK/x86-console.log" | sed 's/^/    /'
+  failed=$((failed + $# - passed - failed))
+fi
+echo "x86 mount tests took $(( $(date +%s) - start )) s with the VM's boot"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
