@@ -24,6 +24,16 @@
 
 #include "pfh.h"
 
+/*
+ * Killable, and freezable where the kernel can (6.1's freezer): a held
+ * thread holds no lock, so a suspend need not wait for its release.
+ */
+#ifdef TASK_FREEZABLE
+#define PFH_HOLD_STATE	(TASK_KILLABLE | TASK_FREEZABLE)
+#else
+#define PFH_HOLD_STATE	TASK_KILLABLE
+#endif
+
 struct pfh_hold {
 	struct callback_head work;	/* queued on the held thread */
 	wait_queue_head_t wq;		/* the held thread sleeps here */
@@ -47,7 +57,7 @@ static void pfh_hold_fn(struct callback_head *work)
 	/* An exiting thread runs its task_work too: it does not wait. */
 	if (!(current->flags & PF_EXITING) && !READ_ONCE(h->released)) {
 		atomic64_inc(&pfh_stats.held);
-		wait_event_killable(h->wq, READ_ONCE(h->released));
+		wait_event_state(h->wq, READ_ONCE(h->released), PFH_HOLD_STATE);
 	}
 	pfh_hold_put(h);
 	module_put(THIS_MODULE);

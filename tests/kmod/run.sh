@@ -9,8 +9,9 @@
 #   tests/kmod/run.sh [TEST...]        all tests, or the ones named
 #   tests/kmod/run.sh --list
 #
-# Inside the guest run.sh runs itself with --guest. Logs: $PFMFS_VM_WORK
-# (default build/vm)/kmod/results/TEST.log, and the guest's console.log.
+# Inside the guest run.sh runs itself with --guest. The last run's logs:
+# $PFMFS_VM_WORK (default build/vm)/kmod/results/ (TEST.log, TEST.dmesg,
+# console.log).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -104,21 +105,30 @@ fi
 . "$here/../vm/lib.sh"
 cd "$REPO_ROOT"
 cc=${CC:-cc}
-bin_dir=$VM_WORK/kmod/tests
-mkdir -p "$bin_dir"
-$cc -O2 -g -Wall -Wextra -Werror -pthread -Ihelper-kmod/uapi -o "$bin_dir/kmod_test" "$here"/*.c
+mkdir -p "$VM_WORK/kmod" "$VM_WORK/share"
 if [ "${1:-}" = --list ]; then
-  echo load_unload; "$bin_dir/kmod_test" --list; exit 0
+  echo load_unload
+  grep -o '{ "[a-z_0-9]*", t_' "$here/kt.c" | cut -d'"' -f2
+  exit 0
 fi
-ko=$(tests/vm/build-module.sh)
-out=$VM_WORK/share/kmod-results
-rm -rf "$out"
+# Everything of this run in a directory of its own (the guest sees the
+# share): concurrent runs (meson's suite vm, a developer) must not collide.
+run=$(mktemp -d "$VM_WORK/share/kmod.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+$cc -O2 -g -Wall -Wextra -Werror -pthread -Ihelper-kmod/uapi -o "$run/kmod_test" "$here"/*.c
+# build-module.sh builds in one shared directory: one build at a time, and
+# this run keeps its own copy of the result.
+ko=$(flock "$VM_WORK/kmod/build.lock" tests/vm/build-module.sh)
+cp "$ko" "$run/pfmfs_helper.ko"
+out=$run/results
 start=$(date +%s)
 status=0
-tests/vm/run-in-vm.sh --timeout 1800 -- tests/kmod/run.sh --guest "$ko" "$bin_dir/kmod_test" "$out" "$@" \
-  >"$VM_WORK/kmod/console.log" 2>&1 || status=$?
+tests/vm/run-in-vm.sh --timeout 1800 -- tests/kmod/run.sh --guest "$run/pfmfs_helper.ko" "$run/kmod_test" "$out" "$@" \
+  >"$run/console.log" 2>&1 || status=$?
+# The last run's logs, for a look afterwards.
 rm -rf "$VM_WORK/kmod/results"
-[ -d "$out" ] && cp -r "$out" "$VM_WORK/kmod/results"
+mkdir -p "$VM_WORK/kmod/results"
+cp -r "$run/console.log" "$out"/. "$VM_WORK/kmod/results/" 2>/dev/null || true
 passed=0 failed=0
 if [ -f "$out/results" ]; then
   while read -r line; do
@@ -132,9 +142,10 @@ if [ -f "$out/results" ]; then
   done <"$out/results"
 fi
 want=$#
-[ "$want" -gt 0 ] || want=$("$bin_dir/kmod_test" --list | wc -l | awk '{print $1 + 1}')
+[ "$want" -gt 0 ] || want=$("$run/kmod_test" --list | wc -l | awk '{print $1 + 1}')
 if [ $((passed + failed)) -lt "$want" ]; then
-  echo "the guest ran $((passed + failed)) of $want tests (run-in-vm.sh status $status; console: $VM_WORK/kmod/console.log)"
+  echo "the guest ran $((passed + failed)) of $want tests (run-in-vm.sh status $status; console: $VM_WORK/kmod/results/console.log)"
+  tail -n 20 "$run/console.log" | sed 's/^/    /'
   failed=$((failed + want - passed - failed))
 fi
 echo "tests took $(( $(date +%s) - start )) s with the VM's boot"
