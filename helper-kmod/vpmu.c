@@ -119,7 +119,8 @@ void pfh_image_load(struct pfh_cpu *pc, struct pfh_target *t, bool by_switch)
 	/* Loaded before it counts: an overflow NMI must find its owner. */
 	img->cpu = smp_processor_id();
 	WRITE_ONCE(pc->loaded, img);
-	cpumask_set_cpu(img->cpu, t->owner->touched);
+	if (!cpumask_test_cpu(img->cpu, t->owner->touched))
+		cpumask_set_cpu(img->cpu, t->owner->touched);
 	pfh_load_global(pc, img);
 	if (by_switch) {
 		atomic64_inc(&pfh_stats.switch_ins);

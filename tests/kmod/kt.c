@@ -353,6 +353,7 @@ static const struct kt_test kt_tests[] = {
 	{ "overflow", t_overflow },
 	{ "overflow_cpu", t_overflow_cpu },
 	{ "lost", t_lost },
+	{ "shape", t_shape },
 	{ "hold", t_hold },
 	{ "exit_fork", t_exit_fork },
 	{ "kill9", t_kill9 },

@@ -145,5 +145,6 @@ void t_hold(void);
 void t_exit_fork(void);
 void t_kill9(void);
 void t_stress(void);
+void t_shape(void);
 
 #endif /* KT_H */

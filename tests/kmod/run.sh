@@ -21,6 +21,7 @@ params_of() {
   case $1 in
     lost) echo "ring_records=16" ;;
     overflow_cpu) echo "skid=3000000" ;;
+    shape) echo "emulate_counters=8 emulate_width=40" ;;
     *) echo "" ;;
   esac
 }

@@ -275,3 +275,42 @@ void t_lost(void)
 	}
 	close(fd);
 }
+
+/* Run with emulate_counters=8 emulate_width=40: the allowlist and the wraps follow the shape. */
+void t_shape(void)
+{
+	struct pfmfs_helper_hello h;
+	struct pfmfs_helper_record rec;
+	const uint64_t w40 = 1ULL << 40;
+	uint64_t t0;
+	int fd = kt_open_raw(0);
+	struct pfmfs_helper_msr ops[] = {
+		{ .msr = MSR_EVTSEL0 + 7, .value = EVTSEL_COUNT | EVTSEL_INT | EV_CYCLES },
+		{ .msr = MSR_PMC0 + 7, .value = w40 - MS_OF_CYCLES },
+		{ .msr = MSR_GLOBAL_CTRL, .value = 1ULL << 7 },
+	};
+
+	CHECK(fd >= 0, "open");
+	CHECK_OK(kt_hello(fd, &h));
+	CHECK(h.gp_counters == 8 && h.gp_width == 40 && h.fixed_counters == 3 &&
+	      h.fixed_width == 40, "shape %u/%u %u/%u (load with emulate_counters=8 emulate_width=40)",
+	      h.gp_counters, h.gp_width, h.fixed_counters, h.fixed_width);
+	kt_pin(0);
+	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, CPU, 1));
+	kt_wr_ok(fd, CPU, 1, MSR_EVTSEL0 + 7, EVTSEL_COUNT | EV_INSTR);
+	kt_wr_ok(fd, CPU, 1, MSR_PMC0 + 7, ~0ULL);
+	CHECK(kt_rd_ok(fd, CPU, 1, MSR_PMC0 + 7) == w40 - 1, "PMC7 not 40 bits");
+	kt_wr_ok(fd, CPU, 1, MSR_FIXED_CTR0 + 2, ~0ULL);
+	CHECK(kt_rd_ok(fd, CPU, 1, MSR_FIXED_CTR0 + 2) == w40 - 1, "FIXED2 not 40 bits");
+	CHECK_ERR(kt_wr(fd, CPU, 1, MSR_EVTSEL0 + 8, 0), EPERM);
+	CHECK_ERR(kt_wr(fd, CPU, 1, MSR_PMC0 + 8, 0), EPERM);
+	CHECK_ERR(kt_wr(fd, CPU, 1, MSR_GLOBAL_CTRL, 1ULL << 8), EIO);
+	kt_wr_ok(fd, CPU, 1, MSR_GLOBAL_CTRL, 0xff);
+	kt_wr_ok(fd, CPU, 1, MSR_GLOBAL_CTRL, 0);
+	t0 = kt_now();
+	CHECK_OK(kt_batch(fd, PFMFS_HELPER_IOC_MSR_WRITE, CPU, 1, ops, 3));
+	CHECK(kt_read_record(fd, &rec, 10000), "no overflow of PMC7 in 10 s");
+	check_overflow(&rec, 1ULL << 7, 0, 1, t0);
+	CHECK(kt_rd_ok(fd, CPU, 1, MSR_PMC0 + 7) < w40 / 2, "PMC7 did not wrap at 40 bits");
+	close(fd);
+}
