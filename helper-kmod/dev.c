@@ -381,7 +381,7 @@ static const struct file_operations pfh_fops = {
 
 static struct miscdevice pfh_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
-	.name = "pfmfs_helper",
+	.name = KBUILD_MODNAME,		/* /dev/pfmfs_helper */
 	.fops = &pfh_fops,
 	.mode = 0600,
 };

@@ -18,7 +18,8 @@
 
 #include "pfh.h"
 
-#define PFH_NMI_NAME	"pfmfs_helper"
+/* The module's name: two builds under other names can be loaded side by side. */
+#define PFH_NMI_NAME	KBUILD_MODNAME
 
 static void pfh_release_counters(unsigned int n)
 {

@@ -370,6 +370,28 @@ int main(int argc, char **argv)
 			printf("%s\n", kt_tests[i].name);
 		return 0;
 	}
+	/* Helpers of run.sh's coexist test: open DEVICE and hold it, or try. */
+	if (argc == 3 && !strcmp(argv[1], "open_hold")) {
+		struct pfmfs_helper_hello h;
+		char c;
+		int fd = open(argv[2], O_RDWR);
+
+		if (fd < 0 || kt_hello(fd, &h) ||
+		    kt_target(fd, PFMFS_HELPER_IOC_ATTACH, CPU, 0)) {
+			printf("%s\n", strerrorname_np(errno));
+			return 1;
+		}
+		printf("open\n");
+		while (read(0, &c, 1) > 0)
+			;
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "open_try")) {
+		int fd = open(argv[2], O_RDWR);
+
+		printf("%s\n", fd < 0 ? strerrorname_np(errno) : "0");
+		return 0;
+	}
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s --list | TEST\n", argv[0]);
 		return 2;

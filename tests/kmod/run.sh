@@ -54,18 +54,69 @@ guest_load_unload() {
   [ ! -e /dev/pfmfs_helper ] || { echo "/dev/pfmfs_helper left after rmmod"; return 1; }
 }
 
+# Opens DEVICE in the background and holds it (ATTACH of cpu 0: the
+# counters reserved, the LVTPC armed) until release_device.
+hold_device() {
+  rm -f /tmp/kmod-hold.in /tmp/kmod-hold.out
+  mkfifo /tmp/kmod-hold.in
+  "$bin" open_hold "$1" </tmp/kmod-hold.in >/tmp/kmod-hold.out &
+  hold_pid=$!
+  exec 3>/tmp/kmod-hold.in
+  local i
+  for i in $(seq 100); do
+    grep -q . /tmp/kmod-hold.out 2>/dev/null && break
+    sleep 0.05
+  done
+  [ "$(cat /tmp/kmod-hold.out)" = open ] || { echo "open_hold $1: $(cat /tmp/kmod-hold.out)"; return 1; }
+}
+
+release_device() {
+  exec 3>&-
+  wait "$hold_pid"
+}
+
+# Two builds of the module (pfmfs_helper and pfmfs_helper_b, the same code
+# under another name) stand for the module and perf: the counters'
+# reservation keeps either out while the other holds them.
+guest_coexist() {
+  local ko=$1 kob=$2 r
+  insmod "$ko" emulate=1 && insmod "$kob" emulate=1 || { echo "insmod both"; return 1; }
+  [ "$("$bin" open_try /dev/pfmfs_helper_b)" = 0 ] || { echo "open b while a is idle"; return 1; }
+  hold_device /dev/pfmfs_helper || return 1
+  r=$("$bin" open_try /dev/pfmfs_helper_b)
+  [ "$r" = EBUSY ] || { echo "open b while a holds the counters: $r, expected EBUSY"; return 1; }
+  dmesg | tail -n 5 | grep -q 'pfmfs_helper_b: counter 0 is in use by perf events or the NMI watchdog: stop them' ||
+    { echo "no message for the refused open"; return 1; }
+  release_device
+  [ "$("$bin" open_try /dev/pfmfs_helper_b)" = 0 ] || { echo "open b after a's close"; return 1; }
+  rmmod pfmfs_helper || return 1
+  hold_device /dev/pfmfs_helper_b || return 1
+  if insmod "$ko" emulate=1 2>/dev/null; then
+    echo "loaded while b holds the counters"; release_device; return 1
+  fi
+  dmesg | tail -n 5 | grep -q 'pfmfs_helper: counter 0 is in use' ||
+    { echo "no message for the refused load"; release_device; return 1; }
+  release_device
+  insmod "$ko" emulate=1 || { echo "insmod after b's close"; return 1; }
+  rmmod pfmfs_helper && rmmod pfmfs_helper_b
+}
+
 guest_main() {
-  local ko=$1 bin=$2 out=$3; shift 3
+  local ko=$1 kob=$2 bin=$3 out=$4; shift 4
   local tests=("$@") t rc start end lines secs params
   rm -rf "$out"; mkdir -p "$out"
   # (no process substitution: the guest has no /dev/fd)
-  [ ${#tests[@]} -gt 0 ] || read -r -a tests <<<"load_unload $("$bin" --list | tr '\n' ' ')"
+  [ ${#tests[@]} -gt 0 ] || read -r -a tests <<<"load_unload coexist $("$bin" --list | tr '\n' ' ')"
   for t in "${tests[@]}"; do
     start=$(date +%s%N)
     lines=$(dmesg | wc -l)
     rc=0
     if [ "$t" = load_unload ]; then
       guest_load_unload "$ko" >"$out/$t.log" 2>&1 || rc=$?
+    elif [ "$t" = coexist ]; then
+      guest_coexist "$ko" "$kob" >"$out/$t.log" 2>&1 || rc=$?
+      rmmod pfmfs_helper_b 2>/dev/null || true
+      rmmod pfmfs_helper 2>/dev/null || true
     else
       params=$(params_of "$t")
       # shellcheck disable=SC2086
@@ -97,6 +148,7 @@ guest_main() {
 
 if [ "${1:-}" = --guest ]; then
   shift
+  bin=$3
   guest_main "$@"
   exit 0
 fi
@@ -108,7 +160,7 @@ cd "$REPO_ROOT"
 cc=${CC:-cc}
 mkdir -p "$VM_WORK/kmod" "$VM_WORK/share"
 if [ "${1:-}" = --list ]; then
-  echo load_unload
+  echo load_unload; echo coexist
   grep -o '{ "[a-z_0-9]*", t_' "$here/kt.c" | cut -d'"' -f2
   exit 0
 fi
@@ -119,12 +171,27 @@ trap 'rm -rf "$run"' EXIT
 $cc -O2 -g -Wall -Wextra -Werror -pthread -Ihelper-kmod/uapi -o "$run/kmod_test" "$here"/*.c
 # build-module.sh builds in one shared directory: one build at a time, and
 # this run keeps its own copy of the result.
-ko=$(flock "$VM_WORK/kmod/build.lock" tests/vm/build-module.sh)
+build() { flock "$VM_WORK/kmod/build.lock" tests/vm/build-module.sh "$@" 2>>"$run/build.log" || {
+  cat "$run/build.log" >&2; echo "tests/kmod/run.sh: the module did not build" >&2; exit 1; }; }
+ko=$(build)
 cp "$ko" "$run/pfmfs_helper.ko"
+# The same module named pfmfs_helper_b, for the coexist test: its sources
+# refreshed in place (unchanged files keep their times: make rebuilds what
+# changed), Kbuild renamed.
+srcb=$VM_WORK/kmod/src-b
+mkdir -p "$srcb"
+tar -C helper-kmod -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
+  --exclude='.*.cmd' --exclude=modules.order --exclude=Module.symvers --exclude=Kbuild . | tar -C "$srcb" -xf -
+sed 's/pfmfs_helper/pfmfs_helper_b/g' helper-kmod/Kbuild >"$srcb/Kbuild.new"
+cmp -s "$srcb/Kbuild.new" "$srcb/Kbuild" 2>/dev/null || mv "$srcb/Kbuild.new" "$srcb/Kbuild"
+rm -f "$srcb/Kbuild.new"
+kob=$(build -o "$VM_WORK/kmod/helper-kmod-b" "$srcb")
+cp "$kob" "$run/pfmfs_helper_b.ko"
 out=$run/results
 start=$(date +%s)
 status=0
-tests/vm/run-in-vm.sh --timeout 1800 -- tests/kmod/run.sh --guest "$run/pfmfs_helper.ko" "$run/kmod_test" "$out" "$@" \
+tests/vm/run-in-vm.sh --timeout 1800 -- tests/kmod/run.sh --guest "$run/pfmfs_helper.ko" \
+  "$run/pfmfs_helper_b.ko" "$run/kmod_test" "$out" "$@" \
   >"$run/console.log" 2>&1 || status=$?
 # The last run's logs, for a look afterwards.
 rm -rf "$VM_WORK/kmod/results"
@@ -143,7 +210,7 @@ if [ -f "$out/results" ]; then
   done <"$out/results"
 fi
 want=$#
-[ "$want" -gt 0 ] || want=$("$run/kmod_test" --list | wc -l | awk '{print $1 + 1}')
+[ "$want" -gt 0 ] || want=$("$run/kmod_test" --list | wc -l | awk '{print $1 + 2}')
 if [ $((passed + failed)) -lt "$want" ]; then
   echo "the guest ran $((passed + failed)) of $want tests (run-in-vm.sh status $status; console: $VM_WORK/kmod/results/console.log)"
   tail -n 20 "$run/console.log" | sed 's/^/    /'
