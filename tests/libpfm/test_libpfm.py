@@ -9,7 +9,10 @@
 #
 # Run by meson (tests 'libpfm' and 'libpfm-perf'); by hand:
 #   PFMFS_BUILD_ROOT=build PFMFSD=build/fs/pfmfsd python3 tests/libpfm/test_libpfm.py [ProgramTest.test_v3_calls]
-# PFMFS_BACKEND=perf runs the programs whose first line lists `perf`.
+# PFMFS_BACKEND=perf (or x86) runs the programs whose first line lists `perf`
+# (`x86`); PFMFS_INSTALLED_ROOT=DIR uses a `meson install --destdir DIR` done
+# before instead of installing (tests/vm/x86-mount-tests.sh: the x86 run, in
+# the QEMU guest of tests/vm/).
 import os
 import random
 import re
@@ -118,11 +121,17 @@ class Installed:
 
     def __init__(self):
         self.tmp = tempfile.mkdtemp(prefix='pfmfs-libpfm-')
-        self.destdir = os.path.join(self.tmp, 'root')
         self.bin = os.path.join(self.tmp, 'bin')
         os.mkdir(self.bin)
-        meson = shlex.split(os.environ.get('PFMFS_MESON', 'meson'))
-        run([*meson, 'install', '-C', buildRoot(), '--destdir', self.destdir, '--no-rebuild', '--quiet'])
+        # PFMFS_INSTALLED_ROOT: a destdir the build was installed into before
+        # (tests/vm/x86-mount-tests.sh does it on the host: in the QEMU guest
+        # the build directory is read-only, and `meson install` writes
+        # meson-logs/install-log.txt there).
+        self.destdir = os.environ.get('PFMFS_INSTALLED_ROOT')
+        if not self.destdir:
+            self.destdir = os.path.join(self.tmp, 'root')
+            meson = shlex.split(os.environ.get('PFMFS_MESON', 'meson'))
+            run([*meson, 'install', '-C', buildRoot(), '--destdir', self.destdir, '--no-rebuild', '--quiet'])
         pcs = [os.path.join(d, f) for d, _, files in os.walk(self.destdir) for f in files if f == 'libpfm.pc']
         if len(pcs) != 1:
             raise AssertionError(f'meson install put {len(pcs)} libpfm.pc under {self.destdir}')

@@ -3,9 +3,11 @@
 # guest of tests/vm/ once, loads pfmfs_helper.ko on its test PMU
 # (emulate=1), and runs each named test file with PFMFS_BACKEND=x86 against
 # this build's pfmfsd. Prints one line per file, the failures' output, then
-# `N passed, M failed` (files); exits 0 only if every file passed.
+# `N passed, M failed` (files); exits 0 only if every file passed. The name
+# `libpfm` runs tests/libpfm/test_libpfm.py instead (the libpfm-compat C
+# programs whose first line lists x86).
 #
-#   tests/vm/x86-mount-tests.sh BUILD_DIR FILE...    e.g. build tree ctl counts
+#   tests/vm/x86-mount-tests.sh BUILD_DIR FILE...    e.g. build tree ctl counts libpfm
 #
 # In the guest it runs itself with --guest. Logs: $PFMFS_VM_WORK (default
 # build/vm)/x86-results/FILE.log and x86-console.log.
@@ -20,7 +22,13 @@ if [ "${1:-}" = --guest ]; then
   for f in "$@"; do
     start=$(date +%s)
     rc=0
-    timeout -k 5 600 python3 "tests/integration/test_$f.py" >"$out/$f.log" 2>&1 || rc=$?
+    if [ "$f" = libpfm ]; then
+      # libpfm-compat's C programs (tests/libpfm/), built against the tree
+      # the host installed (see below: the build dir is read-only here).
+      PFMFS_BUILD_ROOT=$build timeout -k 5 600 python3 tests/libpfm/test_libpfm.py >"$out/$f.log" 2>&1 || rc=$?
+    else
+      timeout -k 5 600 python3 "tests/integration/test_$f.py" >"$out/$f.log" 2>&1 || rc=$?
+    fi
     ran=$(grep -E '^backend x86: ' "$out/$f.log" | tail -n1 | sed 's/^backend x86: //')
     if [ $rc -eq 0 ]; then
       echo "PASS $f ($(( $(date +%s) - start )) s; $ran)" >>"$out/results"
@@ -43,9 +51,26 @@ build=$(cd "$1" && pwd); shift
 ko=$(tests/vm/build-module.sh)
 out=$VM_WORK/share/x86-results
 rm -rf "$out"; mkdir -p "$out"
+# The name `libpfm` runs tests/libpfm/test_libpfm.py, which compiles its C
+# programs against an installed libpfm-compat. `meson install` writes
+# meson-logs/install-log.txt into the build dir, which is read-only in the
+# guest: install here, on the host, into the writable share, and let the
+# driver use that tree (PFMFS_INSTALLED_ROOT). PFMFS_SANITIZE: the programs
+# are linked with the sanitizer the build's libpfm.so was built with.
+libpfm_root=$VM_WORK/share/libpfm-root
+sanitize=none
+for f in "$@"; do
+  [ "$f" = libpfm ] || continue
+  rm -rf "$libpfm_root"
+  meson install -C "$build" --destdir "$libpfm_root" --no-rebuild --quiet >/dev/null \
+    || vm_die "meson install -C $build --destdir $libpfm_root failed"
+  sanitize=$(meson introspect --buildoptions "$build" |
+    python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "b_sanitize"))')
+done
 start=$(date +%s)
 status=0
-tests/vm/run-in-vm.sh --timeout 1200 --env CI -- tests/vm/x86-mount-tests.sh --guest "$ko" "$build" "$out" "$@" \
+tests/vm/run-in-vm.sh --timeout 1200 --env CI --env "PFMFS_INSTALLED_ROOT=$libpfm_root" \
+  --env "PFMFS_SANITIZE=$sanitize" -- tests/vm/x86-mount-tests.sh --guest "$ko" "$build" "$out" "$@" \
   >"$VM_WORK/x86-console.log" 2>&1 || status=$?
 rm -rf "$VM_WORK/x86-results"; cp -r "$out" "$VM_WORK/x86-results"
 passed=0 failed=0
