@@ -14,7 +14,7 @@
  * mount (pfmfsd --pmu=sim --sim-clock=manual unless the first line says
  * otherwise), with
  *     PFMFS_MOUNT    the mount point (the library and mount_path() use it)
- *     PFMFS_BACKEND  sim or perf
+ *     PFMFS_BACKEND  sim, perf or x86
  * Exit 0 is a pass; 77 a skip (a failure under CI=true); anything else, a
  * signal or running past the timeout is a failure and the program's output
  * is shown. After the program exits the driver asserts that MOUNT/sessions
@@ -23,8 +23,13 @@
  * The first line of a program may change that, as space-separated words:
  *     // pfmfs-test: backends=sim,perf timeout=60 daemon-arg=--sim-width=32
  *   backends=LIST      which runs include it: `sim` (test 'libpfm', the
- *                      default) and/or `perf` (test 'libpfm-perf': pfmfsd
+ *                      default), `perf` (test 'libpfm-perf': pfmfsd
  *                      --pmu=perf --perf-model=sw, real clock, no advance)
+ *                      and/or `x86` (pfmfsd --pmu=x86 on pfmfs_helper.ko's
+ *                      test PMU, in the QEMU guest: test 'x86' of suite vm,
+ *                      tests/vm/x86-mount-tests.sh BUILD libpfm; counts are
+ *                      rate x the target's CPU time, see "The x86 backend"
+ *                      below)
  *   clock=real         the sim with its real clock (default: manual)
  *   daemon-arg=OPT     one more pfmfsd option (repeat the word for more)
  *   arg=X              one more argument to the program (repeatable)
@@ -44,6 +49,7 @@
 #endif
 
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -53,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
@@ -162,12 +169,17 @@ static inline const char *mount_path(void)
 	return m;
 }
 
-/* "sim" or "perf": the backend the driver started (PFMFS_BACKEND). */
+/* "sim", "perf" or "x86": the backend the driver started (PFMFS_BACKEND). */
 static inline const char *backend_name(void)
 {
 	const char *b = getenv("PFMFS_BACKEND");
 
 	return b && *b ? b : "sim";
+}
+
+static inline int on_backend(const char *name)
+{
+	return strcmp(backend_name(), name) == 0;
 }
 
 /* MOUNT/<printf fmt>, in one of a few rotating buffers of the calling
@@ -356,5 +368,142 @@ static inline uint64_t kv_u64(const char *text, const char *key)
 			check_fail_(__FILE__, __LINE__, "state of fd %d is \"%s\", expected state=%s", \
 				    (fd), st_, w_);                                 \
 	} while (0)
+
+/* ---- the x86 backend's test PMU ------------------------------------------ */
+
+/*
+ * On x86 (pfmfs_helper.ko emulate=1) a thread's counter counts rate x the ns
+ * the thread is on a cpu with its image loaded, user and kernel time alike:
+ * cycles 3/ns, instructions 2/ns, reference cycles 2.5/ns (the sim's rates,
+ * kept here per 2 ns to stay integers). A program checks such a count against
+ * its own CPU time (CLOCK_THREAD_CPUTIME_ID) in a bracket, as tests/kmod's
+ * t_count.c does: the outer CPU times are taken before the call that starts
+ * counting and after the one that stops it, the inner ones right after and
+ * right before them, so the count lies between rate x inner and rate x outer
+ * but for the slack below. That only widens with a loaded host or TCG's
+ * noise (both clocks are exact), and a count that runs while stopped, stops
+ * early or counts at another rate falls out of it.
+ *
+ * Slack (tests/kmod/t_count.c measured it): the module loads the image at the
+ * sched_switch tracepoint, a little after the scheduler started the thread's
+ * clock, and saves it a little after it stopped it, and its probe's own work
+ * is not counted: about 110 us per switch-in and -out under TCG, where every
+ * emulated MSR access is slow; 250 us per context switch of the window
+ * (getrusage(RUSAGE_THREAD) counts them: every FUSE call sleeps), and 20 ms
+ * once for the host descheduling the VM in the middle of a probe. Windows of
+ * X86_RUN_NS of CPU time keep the slack under a tenth of what counts.
+ */
+#define X86_SLACK_NS 20000000ULL
+#define X86_SWITCH_SLACK_NS 250000ULL
+#define X86_RUN_NS 250000000ULL		/* CPU time burnt in one window */
+#define X86_INST_PER_2NS 4
+#define X86_CYCLES_PER_2NS 6
+#define X86_REF_CYCLES_PER_2NS 5
+
+/* The calling thread's CPU time. */
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0, "clock_gettime: %s", strerror(errno));
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The calling thread's context switches, voluntary and not. */
+static inline long thread_switches(void)
+{
+	struct rusage ru;
+
+	CHECK(getrusage(RUSAGE_THREAD, &ru) == 0, "getrusage: %s", strerror(errno));
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* Spins until the thread has had ns more of CPU time. */
+static inline void burn_cpu_ns(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns;
+	volatile uint64_t sink = 0;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 1000; i++)
+			sink += (uint64_t)i;
+}
+
+/* A counting window of the calling thread (see above). */
+struct cpu_window {
+	uint64_t o0, i0, i1, o1;	/* outer and inner CPU times */
+	long sw0, sw1;			/* context switches at o0 and o1 */
+};
+
+/* Before the call that starts counting. */
+static inline void window_open(struct cpu_window *w)
+{
+	w->sw0 = thread_switches();
+	w->o0 = thread_cpu_ns();
+}
+
+/* Between start and stop: ns of CPU time, bracketed by the inner times. */
+static inline void window_burn(struct cpu_window *w, uint64_t ns)
+{
+	w->i0 = thread_cpu_ns();
+	burn_cpu_ns(ns);
+	w->i1 = thread_cpu_ns();
+}
+
+/* After the call that stops counting. */
+static inline void window_close(struct cpu_window *w)
+{
+	w->o1 = thread_cpu_ns();
+	w->sw1 = thread_switches();
+}
+
+/* CHECK_WINDOW(count, per_2ns, &w): count (what counted in the window) is
+ * per_2ns/2 per ns of the window's CPU time, within the bracket above. */
+#define CHECK_WINDOW(count, per_2ns, w) \
+	check_window_((count), (per_2ns), (w), __FILE__, __LINE__, #count)
+
+static inline void check_window_(uint64_t count, uint64_t per_2ns, const struct cpu_window *w,
+				 const char *file, int line, const char *what)
+{
+	uint64_t slack = X86_SLACK_NS + X86_SWITCH_SLACK_NS * (uint64_t)(w->sw1 - w->sw0);
+	uint64_t inner = w->i1 - w->i0, outer = w->o1 - w->o0;
+	uint64_t ns = count * 2 / per_2ns;	/* the CPU time the count stands for */
+
+	printf("%s: %" PRIu64 " counted: %" PRIu64 " ns of CPU time; the window had %" PRIu64
+	       " to %" PRIu64 " ns, %ld switches\n", what, count, ns, inner, outer, w->sw1 - w->sw0);
+	if (ns + slack < inner || ns > outer + slack)
+		check_fail_(file, line, "%s = %" PRIu64 ": %" PRIu64 " ns at %" PRIu64 "/2 per ns, "
+			    "outside [%" PRIu64 ", %" PRIu64 "] ns of CPU time (slack %" PRIu64 " ns)",
+			    what, count, ns, per_2ns, inner, outer, slack);
+}
+
+/*
+ * x86 overflows: a counter that starts at -period counts the thread's CPU
+ * time, so the program's own spinning drives it to the wrap; the NMI freezes
+ * the counters, the daemon masks or resets them and the library signals the
+ * program. X86_PERIOD_NS of CPU time per period keeps a period five times the
+ * slack above, so an overflow that came early (a wrong reset value, a count
+ * that ran on) shows, and what the program does between overflows (a FUSE
+ * call is tens to hundreds of us under TCG) cannot reach the next one.
+ */
+#define X86_PERIOD_NS 100000000ULL	/* 100 ms of CPU time */
+#define X86_INST_PERIOD (X86_PERIOD_NS * X86_INST_PER_2NS / 2)
+#define X86_OVFL_WAIT_S 20		/* the longest an overflow's signal may take */
+
+/* Spins until *count reaches want (a signal handler bumps it); returns the
+ * thread's CPU time when it saw it. Fails after X86_OVFL_WAIT_S seconds. */
+static inline uint64_t spin_until(volatile sig_atomic_t *count, int want)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (*count < want) {
+		burn_cpu_ns(100000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		CHECK(t.tv_sec - t0.tv_sec < X86_OVFL_WAIT_S, "%d signals after %d s of spinning, expected %d",
+		      (int)*count, X86_OVFL_WAIT_S, want);
+	}
+	return thread_cpu_ns();
+}
 
 #endif /* PFMFS_TESTS_LIBPFM_CHECK_H */

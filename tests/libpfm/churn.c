@@ -1,4 +1,4 @@
-// pfmfs-test: backends=sim,perf timeout=60
+// pfmfs-test: backends=sim,perf,x86 timeout=60
 /*
  * churn.c: whole perfmon2 sessions, one after another: create, write the
  * registers, load on itself, start, read, stop, close. test_libpfm.py kills

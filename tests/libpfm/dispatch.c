@@ -5,6 +5,11 @@
  * counters that can count them, and pfm_strerror(). Last, the dispatched
  * registers go into a context: the counts prove the encoding counts what it
  * says it counts.
+ *
+ * Sim only: the last part proves each encoding by its exact count under the
+ * manual clock (and pmu/events lists the sim's SIM_PHASE_* events); on x86
+ * counts are rate x CPU time within a slack that cannot tell the rates of
+ * neighbouring events apart exactly.
  */
 #include "check.h"
 

@@ -1,10 +1,14 @@
-// pfmfs-test: backends=sim
+// pfmfs-test: backends=sim,x86
 /*
  * errno_rules.c: perfmon2's error rules (SPEC sections 2.2 and 5), each one
  * checked as a program meets it, and after each failure the proof that it
  * changed nothing: the state is the same, the registers hold what they held,
  * and the context still counts exactly.
  *   pmc0 = INSTRUCTION_RETIRED at user level -> pmd0, 2 per ns of advance.
+ * On x86 the rules are the same (a thread takes one loaded context there
+ * too), "counts exactly" becomes 2 per ns of the thread's CPU time within
+ * check.h's bracket (CHECK_WINDOW), and one more rule holds: a thread
+ * context and a system-wide one exclude each other (EBUSY).
  */
 #include "check.h"
 
@@ -137,6 +141,9 @@ int main(void)
 	pfarg_pmd_t pds[2];
 	pfarg_setinfo_t si;
 	int fd, other, closed, devnull, version;
+	int on_x86 = on_backend("x86");
+	struct cpu_window win;
+	uint64_t first = 0;		/* x86: pmd0 after the first window */
 	char *smpl_name = "default";
 	pfm_dfl_smpl_arg_t smpl;
 
@@ -227,27 +234,53 @@ int main(void)
 	CHECK_ERRNO(start_set(fd, 9), EINVAL);
 	CHECK_ERRNO(pfm_restart(fd), EBUSY);		/* nothing to restart */
 	CHECK_STATE(fd, "loaded");
-	other = (int)CHECK_OK(create(0));		/* the thread has its context (sim) */
+	other = (int)CHECK_OK(create(0));		/* the thread has its context (sim, x86) */
 	CHECK_ERRNO(load(other, tid_self(), 0), EBUSY);
 	CHECK_STATE(other, "unloaded");
 	CHECK_OK(close(other));
 
 	/* After all of that the context counts exactly. */
+	if (on_x86) {
+		/* A thread context is loaded: no cpu takes a system-wide one. */
+		other = (int)CHECK_OK(create(PFM_FL_SYSTEM_WIDE));
+		CHECK_ERRNO(load(other, 0, 0), EBUSY);
+		CHECK_STATE(other, "unloaded");
+		CHECK_OK(close(other));
+		CHECK_STATE(fd, "loaded");
+	}
+	window_open(&win);
 	CHECK_OK(pfm_start(fd, NULL));
 	CHECK_ERRNO(pfm_restart(fd), EBUSY);
 	CHECK_ERRNO(load(fd, tid_self(), 0), EBUSY);
 	CHECK_STATE(fd, "active");
-	sim_advance(1000);
+	if (on_x86)
+		window_burn(&win, X86_RUN_NS);
+	else
+		sim_advance(1000);
 	CHECK_OK(pfm_stop(fd));
-	CHECK_EQ_U64(read_pmd0(fd), 1000 * SIM_INST_PER_NS);
+	window_close(&win);
+	if (on_x86)
+		CHECK_WINDOW(first = read_pmd0(fd), X86_INST_PER_2NS, &win);
+	else
+		CHECK_EQ_U64(read_pmd0(fd), 1000 * SIM_INST_PER_NS);
 
 	/* A refused write to the loaded context leaves the count alone. */
 	pcs[0] = pmc(0, 0, PMC0_INST | (1ULL << 33));
 	CHECK_ERRNO(pfm_write_pmcs(fd, pcs, 1), EINVAL);
+	if (on_x86)
+		CHECK_EQ_U64(read_pmd0(fd), first);	/* stopped: nothing counted */
+	window_open(&win);
 	CHECK_OK(pfm_start(fd, NULL));
-	sim_advance(1000);
+	if (on_x86)
+		window_burn(&win, X86_RUN_NS);
+	else
+		sim_advance(1000);
 	CHECK_OK(pfm_stop(fd));
-	CHECK_EQ_U64(read_pmd0(fd), 2000 * SIM_INST_PER_NS);
+	window_close(&win);
+	if (on_x86)
+		CHECK_WINDOW(read_pmd0(fd) - first, X86_INST_PER_2NS, &win);
+	else
+		CHECK_EQ_U64(read_pmd0(fd), 2000 * SIM_INST_PER_NS);
 
 	/* Unloaded again, sets may change again. */
 	CHECK_OK(pfm_unload_context(fd));

@@ -1,9 +1,17 @@
+// pfmfs-test: backends=sim,x86
 /*
  * overflow_sigio.c: the classic perfmon2 self-sampling loop. A counter
  * notifies every P instructions; O_ASYNC + F_SETOWN make the descriptor
  * raise SIGIO; the handler reads the pfarg_msg_t and calls pfm_restart(),
  * which reloads the long reset value. Under the manual clock the number of
  * notifications and the final count are exact.
+ * On x86 (main_x86) the period is X86_INST_PERIOD (check.h) and the program
+ * spins to each overflow: real NMIs, real signals. The number of signals is
+ * exact there too (nothing but the program's spinning counts, and it stops
+ * spinning at each one), as are the message's fields but its ip (a user-level
+ * address of the program); each overflow came no sooner than a period of CPU
+ * time after the restart that preceded it, and the count after a restart
+ * is the long reset plus what ran since (check.h's slack).
  */
 #include "check.h"
 
@@ -77,6 +85,96 @@ static uint64_t read_pmd0(void)
 	return pd.reg_value;
 }
 
+/* x86: the messages of overflow n. */
+static void check_msg_x86(void)
+{
+	CHECK_EQ_U64(last_msg.type, PFM_MSG_OVFL);
+	CHECK_EQ_U64(last_msg.pfm_ovfl_msg.msg_ovfl_pmds[0], 0x1);
+	for (int w = 1; w < (int)PFM_PMD_BV; w++)
+		CHECK_EQ_U64(last_msg.pfm_ovfl_msg.msg_ovfl_pmds[w], 0);
+	CHECK_EQ_U64(last_msg.pfm_ovfl_msg.msg_active_set, 0);
+	CHECK_EQ_U64(last_msg.pfm_ovfl_msg.msg_ovfl_pid, tid_self());
+	CHECK_EQ_U64(last_msg.pfm_ovfl_msg.msg_ovfl_tid, getpid());
+	CHECK(last_msg.pfm_ovfl_msg.msg_ovfl_ip != 0 && last_msg.pfm_ovfl_msg.msg_ovfl_ip < (1ULL << 47),
+	      "ip 0x%" PRIx64 " is not a user-level address", (uint64_t)last_msg.pfm_ovfl_msg.msg_ovfl_ip);
+}
+
+/* x86: pmd0 is -period plus at most the slack's worth of instructions (what
+ * ran since a restart, or since the value was written). */
+static void check_after_reset_x86(uint64_t period)
+{
+	uint64_t since = read_pmd0() + period;
+
+	CHECK(since <= X86_SLACK_NS * X86_INST_PER_2NS / 2,
+	      "pmd0 is -%" PRIu64 " + %" PRIu64 ": more than the slack after its reset", period, since);
+}
+
+static int main_x86(void)
+{
+	const uint64_t period = X86_INST_PERIOD;
+	pfarg_ctx_t ctx = { 0 };
+	pfarg_pmc_t pc = { .reg_num = 0, .reg_value = INST_RETIRED | SIM_PMC_USR | PMC_INT | PMC_EN };
+	pfarg_pmd_t pd = {
+		.reg_num = 0,
+		.reg_flags = PFM_REGFL_OVFL_NOTIFY,
+		.reg_value = -period,
+		.reg_long_reset = -period,
+	};
+	pfarg_load_t load = { .load_pid = (uint32_t)tid_self() };
+	struct sigaction sa = { .sa_handler = on_sigio, .sa_flags = SA_RESTART };
+	struct cpu_window w;
+	uint64_t seen, prev, v0, v1;
+
+	ctx_fd = (int)CHECK_OK(pfm_create_context(&ctx, NULL, NULL, 0));
+	CHECK_OK(pfm_write_pmcs(ctx_fd, &pc, 1));
+	CHECK_OK(pfm_write_pmds(ctx_fd, &pd, 1));
+
+	CHECK_OK(sigaction(SIGIO, &sa, NULL));
+	signals_ready();
+	CHECK_OK(fcntl(ctx_fd, F_SETOWN, getpid()));
+	CHECK_OK(fcntl(ctx_fd, F_SETFL, fcntl(ctx_fd, F_GETFL) | O_ASYNC));
+
+	CHECK_OK(pfm_load_context(ctx_fd, &load));
+	prev = thread_cpu_ns();
+	CHECK_OK(pfm_start(ctx_fd, NULL));
+	CHECK_ERRNO(pfm_restart(ctx_fd), EBUSY);	/* nothing to restart yet */
+
+	/* Every overflow: one signal, its message, the long reset reloaded by
+	 * the handler's restart, a period of CPU time after the last. */
+	for (int n = 1; n <= 5; n++) {
+		seen = spin_until(&notifications, n);
+		CHECK(handler_bad_line == 0, "check at line %d in the SIGIO handler failed (errno %d)",
+		      (int)handler_bad_line, (int)handler_bad_errno);
+		CHECK_EQ_U64(notifications, n);
+		check_msg_x86();
+		check_after_reset_x86(period);
+		CHECK_STATE(ctx_fd, "active");
+		printf("overflow %d after %" PRIu64 " ns of CPU time\n", n, seen - prev);
+		CHECK(seen - prev + X86_SLACK_NS >= X86_PERIOD_NS,
+		      "overflow %d after %" PRIu64 " ns of CPU time: a period is %" PRIu64 " ns", n,
+		      seen - prev, (uint64_t)X86_PERIOD_NS);
+		prev = thread_cpu_ns();
+	}
+
+	/* No late or duplicate signal; sleeping counts (nearly) nothing. */
+	nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+	wait_notifications(5);
+
+	/* Half a period: no overflow, and it counted the CPU time it took. */
+	window_open(&w);
+	v0 = read_pmd0();
+	window_burn(&w, X86_PERIOD_NS / 2);
+	v1 = read_pmd0();
+	window_close(&w);
+	CHECK_WINDOW(v1 - v0, X86_INST_PER_2NS, &w);
+	CHECK_ERRNO(pfm_restart(ctx_fd), EBUSY);
+	CHECK_EQ_U64(notifications, 5);
+
+	CHECK_OK(close(ctx_fd));
+	CHECK(wait_sessions(0, 2000) == 0, "the session outlived close()");
+	return 0;
+}
+
 int main(void)
 {
 	pfarg_ctx_t ctx = { 0 };
@@ -91,6 +189,8 @@ int main(void)
 	struct sigaction sa = { .sa_handler = on_sigio, .sa_flags = SA_RESTART };
 	int n = 0;
 
+	if (on_backend("x86"))
+		return main_x86();
 	ctx_fd = (int)CHECK_OK(pfm_create_context(&ctx, NULL, NULL, 0));
 	CHECK_OK(pfm_write_pmcs(ctx_fd, &pc, 1));
 	CHECK_OK(pfm_write_pmds(ctx_fd, &pd, 1));

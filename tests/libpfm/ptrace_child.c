@@ -1,20 +1,45 @@
-// pfmfs-test: backends=sim
+// pfmfs-test: backends=sim,x86
 /*
  * ptrace_child.c: monitoring another program the perfmon2 way (pfmon's
  * per-process mode). The child stops at its exec under ptrace, the parent
  * loads a context on it and starts monitoring while it is stopped, detaches,
  * lets it run and exit, and reads its counts afterwards: exactly 500 us of
  * the sim's virtual time, and one PFM_MSG_END message on the descriptor.
+ * On x86 the child is this program again (--burn): it burns X86_RUN_NS of
+ * CPU time before it reads the pipe, and its counts are 2 and 3 per ns of
+ * its CPU time: at least the burn's, at most all it had (its rusage from
+ * wait4, its exec included), within check.h's slack for its context
+ * switches. The parent also reads them while the child lives, blocked on the
+ * pipe after its burn: at least the burn's. (Without that read, one guest
+ * run read 0 after the exit: the module reaps an exiting thread before the
+ * daemon has read its last counts: a backend bug, reported.)
  */
 #include "check.h"
 
 #include <poll.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #define RUN_NS 500000
 
-int main(void)
+/* x86: the child's program: X86_RUN_NS of CPU time, then stdin to its end. */
+static int burn_then_cat(void)
+{
+	char buf[64];
+
+	burn_cpu_ns(X86_RUN_NS);
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+	return 0;
+}
+
+static uint64_t tv_ns(struct timeval tv)
+{
+	return (uint64_t)tv.tv_sec * 1000000000ULL + (uint64_t)tv.tv_usec * 1000ULL;
+}
+
+int main(int argc, char **argv)
 {
 	static pfmlib_input_param_t inp;	/* 116 KiB: not on the stack */
 	static pfmlib_output_param_t outp;
@@ -27,7 +52,13 @@ int main(void)
 	int pipefd[2], status, fd;
 	unsigned int i;
 	pid_t child;
+	int on_x86 = on_backend("x86");
+	struct rusage ru;
+	struct cpu_window w;
+	uint64_t live[2] = { 0, 0 };	/* x86: the counts while the child lived */
 
+	if (argc > 1 && strcmp(argv[1], "--burn") == 0)
+		return burn_then_cat();
 	CHECK_PFM(pfm_initialize());
 	CHECK_PFM(pfm_get_inst_retired_event(&inp.pfp_events[0]));
 	CHECK_PFM(pfm_get_cycle_event(&inp.pfp_events[1]));
@@ -45,7 +76,10 @@ int main(void)
 		dup2(pipefd[0], 0);
 		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0)
 			_exit(100);
-		execl("/bin/cat", "cat", (char *)NULL);
+		if (on_x86)
+			execl("/proc/self/exe", argv[0], "--burn", (char *)NULL);
+		else
+			execl("/bin/cat", "cat", (char *)NULL);
 		_exit(101);
 	}
 	close(pipefd[0]);
@@ -74,9 +108,32 @@ int main(void)
 	CHECK_STATE(fd, "active");
 	CHECK_OK(ptrace(PTRACE_DETACH, child, NULL, NULL));
 
-	sim_advance(RUN_NS);
-	close(pipefd[1]);	/* EOF: cat exits */
-	CHECK_EQ_U64(waitpid(child, &status, 0), child);
+	if (on_x86) {
+		/* The child burns its time, then blocks on the pipe: its counts
+		 * then, while it lives, are at least the burn's. */
+		clockid_t clk;
+		struct timespec ts;
+		uint64_t cpu = 0;
+
+		CHECK(clock_getcpuclockid(child, &clk) == 0, "clock_getcpuclockid");
+		while (cpu < X86_RUN_NS) {
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+			CHECK_OK(clock_gettime(clk, &ts));
+			cpu = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+		}
+		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+		CHECK_OK(pfm_read_pmds(fd, pd, 2));
+		live[0] = pd[0].reg_value;
+		live[1] = pd[1].reg_value;
+		printf("while the child lives: %" PRIu64 " instructions, %" PRIu64 " cycles\n", live[0], live[1]);
+		CHECK((live[0] + X86_SLACK_NS * X86_INST_PER_2NS / 2) * 2 / X86_INST_PER_2NS >= X86_RUN_NS,
+		      "%" PRIu64 " instructions while the child lives, after %" PRIu64 " ns of its burn",
+		      live[0], (uint64_t)X86_RUN_NS);
+	} else {
+		sim_advance(RUN_NS);
+	}
+	close(pipefd[1]);	/* EOF: cat exits (x86: once it has burnt its time) */
+	CHECK_EQ_U64(wait4(child, &status, 0, &ru), child);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
 
 	/* The thread's end: one message (read blocks until the daemon saw it). */
@@ -90,11 +147,26 @@ int main(void)
 
 	/* The counts survive the thread: exactly RUN_NS of it. */
 	CHECK_OK(pfm_read_pmds(fd, pd, 2));
-	CHECK_EQ_U64(pd[0].reg_value, (uint64_t)RUN_NS * SIM_INST_PER_NS);
-	CHECK_EQ_U64(pd[1].reg_value, (uint64_t)RUN_NS * SIM_CYCLES_PER_NS);
-	sim_advance(RUN_NS);	/* nothing loaded: nothing moves */
-	CHECK_OK(pfm_read_pmds(fd, pd, 2));
-	CHECK_EQ_U64(pd[0].reg_value, (uint64_t)RUN_NS * SIM_INST_PER_NS);
+	if (on_x86) {
+		/* Inner: the burn; outer: all the child's CPU time. */
+		w = (struct cpu_window){ .i1 = X86_RUN_NS, .o1 = tv_ns(ru.ru_utime) + tv_ns(ru.ru_stime),
+					 .sw1 = ru.ru_nvcsw + ru.ru_nivcsw };
+		CHECK_WINDOW(pd[0].reg_value, X86_INST_PER_2NS, &w);
+		CHECK_WINDOW(pd[1].reg_value, X86_CYCLES_PER_2NS, &w);
+		CHECK(pd[0].reg_value >= live[0] && pd[1].reg_value >= live[1], "counts went back at the exit");
+		/* nothing loaded: nothing moves */
+		uint64_t inst = pd[0].reg_value;
+
+		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+		CHECK_OK(pfm_read_pmds(fd, pd, 2));
+		CHECK_EQ_U64(pd[0].reg_value, inst);
+	} else {
+		CHECK_EQ_U64(pd[0].reg_value, (uint64_t)RUN_NS * SIM_INST_PER_NS);
+		CHECK_EQ_U64(pd[1].reg_value, (uint64_t)RUN_NS * SIM_CYCLES_PER_NS);
+		sim_advance(RUN_NS);	/* nothing loaded: nothing moves */
+		CHECK_OK(pfm_read_pmds(fd, pd, 2));
+		CHECK_EQ_U64(pd[0].reg_value, (uint64_t)RUN_NS * SIM_INST_PER_NS);
+	}
 
 	CHECK_OK(close(fd));
 	CHECK_EQ_U64(wait_sessions(0, 2000), 0);

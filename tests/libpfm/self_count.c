@@ -1,4 +1,4 @@
-// pfmfs-test: backends=sim,perf
+// pfmfs-test: backends=sim,perf,x86
 /*
  * self_count.c: the classic perfmon2 self-monitoring program. pfmlib picks
  * the events and their counters (pfm_dispatch_events), the program programs
@@ -6,12 +6,17 @@
  * On the sim (manual clock) instructions and cycles are exact: 2 and 3 per
  * ns of advance. On perf the program counts its own user-level page faults:
  * touching N fresh pages counts at least N, and nothing counts while stopped.
+ * On x86 (the module's test PMU) instructions and cycles are 2 and 3 per ns
+ * of the thread's CPU time: each counting window burns X86_RUN_NS of it and
+ * its counts are checked against the thread's CPU time (check.h's
+ * CHECK_WINDOW); while stopped or unloaded nothing counts, exactly.
  */
 #include "check.h"
 
 #include <sys/mman.h>
 
-static int on_sim;
+static int on_sim, on_x86;
+static struct cpu_window win;	/* x86: the last counting window */
 
 /* The events of this run, placed by pfmlib: two on the sim, one on perf. */
 struct programmed {
@@ -26,7 +31,7 @@ static void encode(struct programmed *p)
 	unsigned int i;
 
 	memset(&inp, 0, sizeof(inp));
-	if (on_sim) {
+	if (on_sim || on_x86) {
 		CHECK_PFM(pfm_get_inst_retired_event(&inp.pfp_events[0]));
 		CHECK_PFM(pfm_get_cycle_event(&inp.pfp_events[1]));
 		inp.pfp_event_count = 2;
@@ -73,13 +78,24 @@ static void touch_pages(unsigned int n)
 	munmap((void *)m, (size_t)page * n);
 }
 
-/* Makes the target count: ns of virtual time on the sim, pages on perf. */
+/* Makes the target count: ns of virtual time on the sim, pages on perf,
+ * X86_RUN_NS of CPU time on x86 (into win, whose outer times the caller
+ * takes around its start and stop). */
 static void work(uint64_t ns, unsigned int pages)
 {
 	if (on_sim)
 		sim_advance(ns);
+	else if (on_x86)
+		window_burn(&win, X86_RUN_NS);
 	else
 		touch_pages(pages);
+}
+
+/* x86: pmd0 counted inst and pmd1 cycles in the last window. */
+static void check_x86(uint64_t inst, uint64_t cycles)
+{
+	CHECK_WINDOW(inst, X86_INST_PER_2NS, &win);
+	CHECK_WINDOW(cycles, X86_CYCLES_PER_2NS, &win);
 }
 
 static void read_pmds(int fd, struct programmed *p)
@@ -93,10 +109,11 @@ int main(void)
 	pfarg_ctx_t ctx;
 	pfarg_load_t load;
 	char session[PATH_MAX];
-	uint64_t before;
+	uint64_t before, before1;
 	int fd;
 
-	on_sim = strcmp(backend_name(), "sim") == 0;
+	on_sim = on_backend("sim");
+	on_x86 = on_backend("x86");
 	CHECK_PFM(pfm_initialize());
 	encode(&p);
 
@@ -112,15 +129,19 @@ int main(void)
 	CHECK_OK(pfm_load_context(fd, &load));
 	CHECK_STATE(fd, "loaded");
 
+	window_open(&win);
 	CHECK_OK(pfm_start(fd, NULL));
 	CHECK_STATE(fd, "active");
 	work(1000000, 64);
 	CHECK_OK(pfm_stop(fd));
+	window_close(&win);
 	CHECK_STATE(fd, "loaded");
 	read_pmds(fd, &p);
 	if (on_sim) {
 		CHECK_EQ_U64(p.pd[0].reg_value, 1000000 * SIM_INST_PER_NS);
 		CHECK_EQ_U64(p.pd[1].reg_value, 1000000 * SIM_CYCLES_PER_NS);
+	} else if (on_x86) {
+		check_x86(p.pd[0].reg_value, p.pd[1].reg_value);
 	} else {
 		CHECK(p.pd[0].reg_value >= 64, "64 fresh pages touched, %" PRIu64 " page faults counted",
 		      p.pd[0].reg_value);
@@ -128,19 +149,26 @@ int main(void)
 
 	/* Stopped: time passes (pages are touched) and nothing counts. */
 	before = p.pd[0].reg_value;
+	before1 = p.count > 1 ? p.pd[1].reg_value : 0;
 	work(500000, 64);
 	read_pmds(fd, &p);
 	CHECK_EQ_U64(p.pd[0].reg_value, before);
+	if (on_x86)
+		CHECK_EQ_U64(p.pd[1].reg_value, before1);
 
 	/* The self-monitoring shortcuts start and stop the same context. */
+	window_open(&win);
 	CHECK_OK(pfm_self_start(fd));
 	CHECK_STATE(fd, "active");
 	work(1000, 16);
 	CHECK_OK(pfm_self_stop(fd));
+	window_close(&win);
 	read_pmds(fd, &p);
 	if (on_sim) {
 		CHECK_EQ_U64(p.pd[0].reg_value, 1001000 * SIM_INST_PER_NS);
 		CHECK_EQ_U64(p.pd[1].reg_value, 1001000 * SIM_CYCLES_PER_NS);
+	} else if (on_x86) {
+		check_x86(p.pd[0].reg_value - before, p.pd[1].reg_value - before1);
 	} else {
 		CHECK(p.pd[0].reg_value >= before + 16, "%" PRIu64 " after 16 more pages from %" PRIu64,
 		      p.pd[0].reg_value, before);
@@ -152,24 +180,33 @@ int main(void)
 	CHECK_OK(pfm_write_pmds(fd, p.pd, 1));
 	read_pmds(fd, &p);
 	CHECK_EQ_U64(p.pd[0].reg_value, 1000);
+	if (on_x86)
+		CHECK_EQ_U64(p.pd[1].reg_value, before);
+	window_open(&win);
 	CHECK_OK(pfm_start(fd, NULL));
 	work(10, 8);
 	CHECK_OK(pfm_stop(fd));
+	window_close(&win);
 	read_pmds(fd, &p);
 	if (on_sim) {
 		CHECK_EQ_U64(p.pd[0].reg_value, 1000 + 10 * SIM_INST_PER_NS);
 		CHECK_EQ_U64(p.pd[1].reg_value, before + 10 * SIM_CYCLES_PER_NS);
+	} else if (on_x86) {
+		check_x86(p.pd[0].reg_value - 1000, p.pd[1].reg_value - before);
 	} else {
 		CHECK(p.pd[0].reg_value >= 1000 + 8, "%" PRIu64 " after 8 pages from 1000", p.pd[0].reg_value);
 	}
 
 	/* Unloading keeps the counts readable; close destroys the session. */
 	before = p.pd[0].reg_value;
+	before1 = p.count > 1 ? p.pd[1].reg_value : 0;
 	CHECK_OK(pfm_unload_context(fd));
 	CHECK_STATE(fd, "unloaded");
 	work(1000, 8);
 	read_pmds(fd, &p);
 	CHECK_EQ_U64(p.pd[0].reg_value, before);
+	if (on_x86)
+		CHECK_EQ_U64(p.pd[1].reg_value, before1);
 	CHECK_OK(close(fd));
 	CHECK_EQ_U64(wait_sessions(0, 2000), 0);
 	/* The daemon drops the name from the kernel's cache just after the

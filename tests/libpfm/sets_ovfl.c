@@ -5,6 +5,11 @@
  * for a fixed time and hands back. Each step of the manual clock is one
  * period, so every overflow and switch falls on a step's last nanosecond;
  * after each step runs, durations, counts and the switch count left are exact.
+ *
+ * Sim only: it checks every overflow and switch landing on a step's last
+ * nanosecond of the manual clock (exact durations and counts per set); on
+ * x86 the switches follow real NMIs at moments of CPU time the program does
+ * not control to the nanosecond.
  */
 #include "check.h"
 

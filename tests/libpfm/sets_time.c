@@ -5,6 +5,11 @@
  * and pfm_getinfo_evtsets() to scale each count by the time its set ran.
  * Under the manual clock runs, durations, counts and estimates are exact,
  * whether the 9 ms pass in one advance or in many.
+ *
+ * Sim only: it needs the manual clock, set switches that land on exact
+ * nanoseconds and exact durations and estimates; on x86 a set's time is CPU
+ * time measured around FUSE calls, and a switch's moment is not the
+ * program's to choose.
  */
 #include "check.h"
 

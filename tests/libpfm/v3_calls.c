@@ -7,6 +7,9 @@
  *   pmc16 = fixed counter 1 (core cycles) at user level -> pmd17, 3 per ns
  * Two sets switch every millisecond of virtual time; set 0's pmd0 starts
  * 1000 events before an overflow and takes its short reset value (5) there.
+ *
+ * Sim only: set switches on exact milliseconds of virtual time and an
+ * overflow 1000 events in, with exact counts per set, need the manual clock.
  */
 #include "check.h"
 
