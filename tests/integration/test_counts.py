@@ -12,11 +12,12 @@ import sys
 import time
 
 import pfmfs_mount
-from pfmfs_mount import PMU, SIM, HiddenTime, MountTestCase, countsLine, neg, parseKv, simOnly, stateLine
+from pfmfs_mount import (INTEL, PMU, SIM, X86, X86_SLACK_NS, X86_TOLERANCE, HiddenTime, MountTestCase, countsLine, neg,
+                         parseKv, simOnly, stateLine)
 
 AVAIL = PMU.avail
 
-if SIM:
+if INTEL:  # sim and x86
     THIRD_PMC, THIRD_VALUE = 16, '0x222'  # the three fixed counters at user level
     OTHER_PMD = 17
 else:
@@ -26,8 +27,8 @@ PROGRAM_REGS = f'pmc0 {PMU.pmc_a}\npmc1 {PMU.pmc_b}\npmc{THIRD_PMC} {THIRD_VALUE
 
 
 def program(s, set_id=0):
-    """Event a on pmc0, event b on pmc1, and a third PMC: on sim cycles,
-    instructions and the three fixed counters at user level."""
+    """Event a on pmc0, event b on pmc1, and a third PMC: on sim and x86
+    cycles, instructions and the three fixed counters at user level."""
     s.pmc(0, PMU.pmc_a, set_id)
     s.pmc(1, f'{PMU.event_b[0]}:u', set_id)
     s.pmc(THIRD_PMC, THIRD_VALUE, set_id)
@@ -157,7 +158,7 @@ class CountsTest(MountTestCase):
         d.restart()
         d.drive(6)  # the 64-bit wrap: silent without notify, short reset 0
         self.assertEventually(lambda: s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
-        d.check(s.readPmd(0), minus=6)
+        d.checkSince(s.readPmd(0), 0, 6)
         self.assertEqual(s.state(), stateLine('active', target=w.pid))
         self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
 
@@ -186,7 +187,7 @@ class CountsTest(MountTestCase):
         a, b = PMU.pmc_a, PMU.pmc_b
         cases = [(0, PMU.event_a[0], a), (0, f'{PMU.event_a[0]}:u', a), (2, f'{a} no_emul64', f'{a} no_emul64'),
                  (3, str(int(a, 16)), a), (0, '0', '0x0')]
-        if SIM:
+        if INTEL:
             cases += [(1, 'LLC_MISSES:u', '0x1412e'), (16, '0x2', '0x2')]
         else:
             cases += [(1, f'{PMU.event_b[0]}:u', b), (PMU.pmcs[-1], 'CONTEXT_SWITCHES', '0x10003')]
@@ -350,8 +351,8 @@ class CountsTest(MountTestCase):
     def test_regs_write_applies_every_line(self):
         s = self.newSession()
         w = self.worker()
-        # sim: fixed counter 1 only (cycles); perf: context switches on pmc7.
-        third, value = (16, '0x20') if SIM else (7, THIRD_VALUE)
+        # sim and x86: fixed counter 1 only (cycles); perf: context switches on pmc7.
+        third, value = (16, '0x20') if INTEL else (7, THIRD_VALUE)
         s.write('sets/0/regs', f'pmc0 {PMU.event_a[0]}\npmd0 -3000 short_reset=-3000\n\npmc{third} {value}\n')
         self.assertEqual(s.read('sets/0/pmc0'), PMU.pmc_a + '\n')
         self.assertEqual(s.read(f'sets/0/pmc{third}'), value + '\n')
@@ -361,9 +362,13 @@ class CountsTest(MountTestCase):
         d = self.driven(w)
         d.drive(4500)  # sim: overflow at 1000 ns: short reset, 500 ns more
         self.assertEventually(lambda: s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
-        d.check(s.readPmd(0), start=neg(3000), minus=3000)  # sim: neg(1500)
+        d.checkSince(s.readPmd(0), neg(3000), 3000)  # sim: neg(1500)
         if SIM:
             self.assertEqual(s.readPmd(17), 4500)
+        elif INTEL:  # x86: fixed counter 1 counts cycles alongside pmd0, from 0, and
+            # is frozen with it at each interrupt: at least the 3000 that wrapped pmd0
+            self.assertGreaterEqual(s.readPmd(17), 3000)
+            d.checkSince(s.readPmd(17), 0, 0)
 
     def test_regs_copy_keeps_the_counting_behaviour(self):
         s = self.newSession()
@@ -376,7 +381,7 @@ class CountsTest(MountTestCase):
         d = self.driven(w)
         d.drive(4500)  # sim: 1500 ns
         self.assertEventually(lambda: s.read('sets/1/info').split()[3], 'ovfl_pmds=0x1')
-        d.check(s.readPmd(0, 1), start=neg(3000), minus=3000)  # the short reset came along: sim neg(1500)
+        d.checkSince(s.readPmd(0, 1), neg(3000), 3000)  # the short reset came along: sim neg(1500)
         self.assertEqual(s.readPmd(0, 0), neg(3000))
 
 
@@ -395,7 +400,8 @@ class RealClockCountsTest(MountTestCase):
     """Without the manual clock a thread's time is its CPU time: cycles are
     3 per ns of it, within the CPU time measured around the experiment (perf:
     task-clock is that time, within 5% and the cpus' interrupt and steal
-    time)."""
+    time; x86: cycles and reference cycles of the test PMU, within
+    X86_TOLERANCE and the cpus' interrupt and steal time)."""
 
     manual_clock = False
 
@@ -404,7 +410,7 @@ class RealClockCountsTest(MountTestCase):
         self.addCleanup(burn.wait)
         self.addCleanup(burn.kill)
         s = self.newSession()
-        if SIM:
+        if INTEL:
             s.pmc(0, '0x1003c')
             s.pmc(16, '0x200')  # reference cycles, 2.5/ns
         else:
@@ -419,6 +425,24 @@ class RealClockCountsTest(MountTestCase):
         cycles = s.readPmd(0)
         c3 = cpuNs(burn.pid)
         self.assertGreater(c2 - c1, 50_000_000)  # the burner ran
+        if X86:
+            # The test PMU counts at its rates every ns the thread is on a
+            # cpu by the module's clock; the thread's CPU time is the
+            # scheduler's: the two agree within X86_TOLERANCE and
+            # X86_SLACK_NS. Like perf's task-clock the PMU counts the cpus'
+            # interrupt and steal time in, which is allowed on top.
+            tol, slack = X86_TOLERANCE, X86_SLACK_NS
+            self.assertGreaterEqual(cycles, 3 * (c2 - c1) * (1 - tol) - 3 * slack)
+            self.assertLessEqual(cycles, 3 * ((c3 - c0) * (1 + tol) + slack + hidden.ns()))
+            s.ctl('stop')
+            c4 = cpuNs(burn.pid)
+            ref = s.readPmd(18)
+            self.assertGreaterEqual(ref, 2.5 * (c2 - c1) * (1 - tol) - 2.5 * slack)
+            self.assertLessEqual(ref, 2.5 * ((c4 - c0) * (1 + tol) + slack + hidden.ns()))
+            stopped = s.readPmd(0)
+            time.sleep(0.05)
+            self.assertEqual((s.readPmd(0), s.readPmd(18)), (stopped, ref))  # stopped: frozen
+            return
         if not SIM:
             # perf's task-clock and the scheduler's CPU time are two clocks:
             # task-clock counts interrupt and steal time in, as much as the

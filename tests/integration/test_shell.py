@@ -6,7 +6,7 @@
 # experiment on a Worker target is two scripts around the target's work.
 
 import pfmfs_mount
-from pfmfs_mount import PMU, SIM, TEST_USER, MountTestCase, neg, simOnly
+from pfmfs_mount import INTEL, PMU, SIM, TEST_USER, MountTestCase, neg, simOnly
 
 A, B = PMU.pmc_a, PMU.pmc_b  # PMC values that count at user level
 A_NAME, B_NAME = PMU.event_a[0], PMU.event_b[0]
@@ -266,7 +266,7 @@ class ShellTest(MountTestCase):
         self.assertEqual(out, f'{B}\nstate=loaded\n')
 
     def test_regs_copy_with_cat(self):
-        k, v = (16, '0x20') if SIM else (PMU.pmcs[-1], B)
+        k, v = (16, '0x20') if INTEL else (PMU.pmcs[-1], B)
         self.cleanupSession('copy')
         out, err = self.run_sh('''set -e
             mkdir sessions/copy && cd sessions/copy
