@@ -275,29 +275,29 @@ class MultiplexTest(MountTestCase):
         w = self.worker()
         s.mkset(1)
         s.write('sets/0/switch', 'ovfl\n')
+        n = PMU.far(3000)  # overflows of what the test drives only
         s.pmc(0, PMU.pmc_a, 0)
-        s.pmd(0, '-3000 short_reset=-3000 switch_cnt=2', 0)
+        s.pmd(0, f'-{n} short_reset=-{n} switch_cnt=2', 0)
         s.pmc(0, PMU.pmc_a, 1)
         s.ctl(f'load {w.pid}')
         s.ctl('start')
-        self.drive(w, 3000)  # one overflow: one left before the switch
+        d = self.driven(w)
+        d.drive(PMU.reach(n))  # one overflow: one left before the switch
         self.assertEventually(lambda: s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
         self.assertEqual(s.state(), stateLine('active', target=w.pid, set_id=0))
-        d = self.driven(w)
-        d.drive(3000)  # the second overflow switches to set 1
+        d.drive(PMU.reach(n))  # the second overflow switches to set 1
         self.assertEventually(s.state, stateLine('active', target=w.pid, set_id=1))
-        d.check(s.readPmd(0, 0), start=neg(3000), minus=3000)  # sim: neg(3000), the short reset
+        d.checkSince(s.readPmd(0, 0), neg(n), 2 * n)  # sim: neg(3000), the short reset
         self.assertEqual(s.read('sets/0/info').split()[0], 'runs=1')
         self.assertEqual(s.read('sets/1/info').split()[0], 'runs=1')
-        d = self.driven(w)
         d.drive(300)
-        d.check(s.readPmd(0, 1))
+        d.checkSince(s.readPmd(0, 1), 0, 2 * n)  # set 1 counts from the switch: sim 300
         s.ctl('start 0')  # back by hand: its switch count is reloaded
         self.assertEqual(s.read('sets/0/info').split()[0], 'runs=2')
-        self.drive(w, 3000)
+        self.drive(w, PMU.reach(n))
         self.assertEventually(lambda: s.read('sets/0/info').split()[3], 'ovfl_pmds=0x1')
         self.assertEqual(s.state(), stateLine('active', target=w.pid, set_id=0))
-        self.drive(w, 3000)
+        self.drive(w, PMU.reach(n))
         self.assertEventually(s.state, stateLine('active', target=w.pid, set_id=1))
         self.assertEqual(s.read('sets/1/info').split()[0], 'runs=2')
         self.assertErrno(errno.EAGAIN, pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK)
