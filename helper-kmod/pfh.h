@@ -124,7 +124,7 @@ struct pfh_file;
 struct pfh_hold;
 
 /* target flags */
-#define PFH_T_EXITED	0	/* the thread passed sched_process_exit: reap it */
+#define PFH_T_EXITED	0	/* the thread passed sched_process_exit: EXIT queued */
 
 /* An attached thread or cpu. */
 struct pfh_target {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The scheduler's tracepoints: sched_switch saves and loads the
- * images of monitored threads, sched_process_exit reports and detaches an
- * attached thread, sched_process_fork reports its children.
+ * images of monitored threads, sched_process_exit reports an attached
+ * thread's exit, sched_process_fork reports its children.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -11,7 +11,6 @@
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
-#include <linux/workqueue.h>
 
 #include "pfh.h"
 
@@ -38,22 +37,12 @@ static void pfh_probe_switch(void *data, bool preempt,
 	rcu_read_unlock();
 }
 
-/* Detaches the threads that exited, in process context. */
-static void pfh_reap_fn(struct work_struct *work)
-{
-	struct pfh_target *t, *next;
-	struct pfh_file *f;
-
-	mutex_lock(&pfh_mutex);
-	list_for_each_entry(f, &pfh_files, node)
-		list_for_each_entry_safe(t, next, &f->targets, node)
-			if (test_bit(PFH_T_EXITED, &t->flags))
-				pfh_detach(t);
-	mutex_unlock(&pfh_mutex);
-}
-
-static DECLARE_WORK(pfh_reap_work, pfh_reap_fn);
-
+/*
+ * An attached thread's exit: an EXIT record. The thread stays attached
+ * until its opener detaches it: its last switch-out saves its counters in
+ * its image, where the daemon reads its final counts (perfmon2 kept them
+ * past the thread), and the task reference keeps the hash key unique.
+ */
 static void pfh_probe_exit(void *data, struct task_struct *p)
 {
 	struct pfmfs_helper_record rec = { .type = PFMFS_HELPER_REC_EXIT };
@@ -69,7 +58,6 @@ static void pfh_probe_exit(void *data, struct task_struct *p)
 		rec.tid = t->id;
 		rec.time_ns = ktime_get_mono_fast_ns();
 		pfh_queue_record(t->owner, &rec);
-		schedule_work(&pfh_reap_work);
 	}
 	rcu_read_unlock();
 }
@@ -126,9 +114,8 @@ void pfh_sched_exit(void)
 						    pfh_tps[i].probe, NULL);
 		pfh_tps[i].registered = false;
 	}
-	/* No probe runs any more, nor will: then the work they queued. */
+	/* No probe runs any more, nor will. */
 	tracepoint_synchronize_unregister();
-	flush_work(&pfh_reap_work);
 }
 
 int pfh_sched_init(void)

@@ -78,7 +78,8 @@ struct pfmfs_helper_batch {
  * ATTACH: a thread gets a register image (every register 0: nothing
  * counts) that the module loads on whatever cpu the thread runs and saves
  * when it is switched out; its exit and forks are reported as records.
- * A cpu keeps its image loaded. -ESRCH: no such thread; -EINVAL: no such
+ * A thread that exits stays attached, its image holding its final counts,
+ * until DETACH or the opener's close. A cpu keeps its image loaded. -ESRCH: no such thread; -EINVAL: no such
  * online cpu; -EBUSY: the target is attached already (by any opener), or
  * thread and cpu targets would share a PMU (perfmon2's rule: system-wide
  * and per-thread monitoring exclude each other).
@@ -113,7 +114,7 @@ struct pfmfs_helper_record {
 };
 
 #define PFMFS_HELPER_REC_OVERFLOW	1	/* a PMI: counters frozen (GLOBAL_CTRL 0) and status acknowledged */
-#define PFMFS_HELPER_REC_EXIT		2	/* an attached thread exited; it is detached */
+#define PFMFS_HELPER_REC_EXIT		2	/* an attached thread exited; its image keeps its final counts until DETACH */
 #define PFMFS_HELPER_REC_FORK		3	/* an attached thread created a thread or process */
 #define PFMFS_HELPER_REC_LOST		4	/* `value` records did not fit in the ring */
 

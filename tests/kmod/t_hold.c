@@ -163,8 +163,9 @@ static void exit_fork_child(int cmd, int reply)
 void t_exit_fork(void)
 {
 	struct pfmfs_helper_record rec;
-	int cmd[2], reply[2], fd = kt_open(), i;
+	int cmd[2], reply[2], fd = kt_open();
 	pid_t child, t, g, zombie;
+	uint64_t after_exit;
 
 	CHECK(pipe(cmd) == 0 && pipe(reply) == 0, "pipe");
 	child = fork();
@@ -177,6 +178,9 @@ void t_exit_fork(void)
 	close(cmd[0]);
 	close(reply[1]);
 	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, child));
+	/* Its core cycles count (FIXED_CTR1, user and kernel) while it runs. */
+	kt_wr_ok(fd, THREAD, child, MSR_FIXED_CTRL, 0x3ULL << 4);
+	kt_wr_ok(fd, THREAD, child, MSR_GLOBAL_CTRL, 1ULL << 33);
 
 	/* A thread: FORK with the same process, the new thread. */
 	CHECK(write(cmd[1], "t", 1) == 1 && read(reply[0], &t, sizeof(t)) == sizeof(t), "t");
@@ -195,7 +199,11 @@ void t_exit_fork(void)
 	      rec.child_tid, g);
 	CHECK(!kt_read_record(fd, &rec, 200), "a record for the grandchild's exit (type %u)",
 	      rec.type);
-	/* Its exit: EXIT, then it is detached. The other thread: nothing. */
+	/*
+	 * Its exit: EXIT. The other thread: nothing. It stays attached, its
+	 * image keeping the counts of its last switch-out (cycles counted while
+	 * it ran: not 0, and still while nothing runs it) until DETACH.
+	 */
 	CHECK(write(cmd[1], "x", 1) == 1, "x");
 	CHECK(kt_read_record(fd, &rec, 2000), "no EXIT record");
 	CHECK(rec.type == PFMFS_HELPER_REC_EXIT && rec.pid == (uint32_t)child &&
@@ -203,9 +211,14 @@ void t_exit_fork(void)
 	waitpid(child, NULL, 0);
 	CHECK(!kt_read_record(fd, &rec, 200), "another record (type %u tid %u)",
 	      rec.type, rec.tid);
-	for (i = 0; i < 200 && kt_stats(fd).attached; i++)
-		kt_sleep_ms(10);
-	CHECK(kt_stats(fd).attached == 0, "the exited thread is still attached");
+	CHECK(kt_stats(fd).attached == 1, "the exited thread is no longer attached");
+	after_exit = kt_rd_ok(fd, THREAD, child, MSR_FIXED_CTR0 + 1);
+	CHECK(after_exit > 0, "the exited thread's cycles read 0");
+	kt_sleep_ms(50);
+	CHECK(kt_rd_ok(fd, THREAD, child, MSR_FIXED_CTR0 + 1) == after_exit,
+	      "the exited thread's cycles moved after its exit");
+	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_DETACH, THREAD, child));
+	CHECK(kt_stats(fd).attached == 0, "the exited thread is still attached after DETACH");
 	CHECK_ERR(kt_target(fd, PFMFS_HELPER_IOC_DETACH, THREAD, child), EINVAL);
 
 	/* A zombie is no thread to attach; a detached thread exits silently. */
