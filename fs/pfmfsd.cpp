@@ -108,7 +108,7 @@ Result<std::unique_ptr<pmu::Backend>> makePerf(const DaemonOptions& o) {
 
 Result<std::unique_ptr<pmu::Backend>> makeX86() {
   auto x86 = pmu::x86::X86Backend::create(pmu::x86::X86Options{});
-  if (!x86) return err(-x86.code(), "--pmu=x86: {}", x86.error().reason);
+  if (!x86) return x86.error();
   return std::unique_ptr<pmu::Backend>(std::move(*x86));
 }
 
@@ -119,7 +119,11 @@ Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
   switch (o.pmu) {
     case PmuChoice::Sim: return makeSim(o);
     case PmuChoice::Perf: return makePerf(o);
-    case PmuChoice::X86: return makeX86();
+    case PmuChoice::X86: {
+      auto x86 = makeX86();
+      if (!x86) return err(-x86.code(), "--pmu=x86: {}", x86.error().reason);
+      return x86;
+    }
     case PmuChoice::Auto: break;
   }
   if (o.sim_options) return makeSim(o);  // asking to shape the sim is asking for it

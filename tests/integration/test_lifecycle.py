@@ -591,6 +591,40 @@ class DaemonTest(MountTestCase):
         for option in ('--pmu', '--sim-clock', '--max-sessions-per-user', '--allow-kernel', '--system-group'):
             self.assertIn(option, out)
 
+    def test_auto_takes_x86_then_perf_then_sim(self):
+        """--pmu=auto (the default) takes x86 where the helper's device
+        opens, else perf where perf_event_open works, else the sim, and logs
+        why it passed one over; --pmu=x86 without the module exits 2 saying
+        to load it."""
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            mnt = os.path.join(tmp, 'mnt')
+            os.mkdir(mnt)
+            log = open(os.path.join(tmp, 'log'), 'w+')
+            proc = subprocess.Popen([daemonPath(), '-f', mnt], stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT)
+            try:
+                self.assertTrue(waitFor(lambda: os.path.exists(os.path.join(mnt, 'version')), 10.0),
+                                'pfmfsd did not mount')
+                with open(os.path.join(mnt, 'pmu/info')) as f:
+                    backend = f.read().split()[0]
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+            log.seek(0)
+            said = log.read()
+            helper = os.path.exists(pfmfs_mount.HELPER_DEVICE)
+            expected = 'x86' if helper else 'perf' if pfmfs_mount.perfEventsWork() else 'sim'
+            self.assertEqual(backend, f'backend={expected}', said)
+            if not helper:
+                self.assertIn('not using x86: /dev/pfmfs_helper: no such device (is pfmfs_helper.ko loaded? '
+                              'modprobe pfmfs_helper)', said)
+                status, out, err = self.runDaemon(['-f', '--pmu=x86', mnt])
+                self.assertEqual(status, 2)
+                self.assertEqual(err, '--pmu=x86: /dev/pfmfs_helper: no such device (is pfmfs_helper.ko loaded? '
+                                      'modprobe pfmfs_helper)\n'.join(['pfmfsd: ', '']))
+                self.assertFalse(os.path.ismount(mnt))
+
     def startMount(self):
         m = Mount().start()
         self.addCleanup(m._cleanupAfterFailure)  # a no-op once close() ran
