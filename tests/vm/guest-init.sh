@@ -64,8 +64,9 @@ stage1() {
   done
   [ -d /newroot/var/tmp ] && mount -t tmpfs -o mode=1777,size=50% vartmp /newroot/var/tmp
 
-  # The writable shares, each at its host path; one under /tmp (say) needs
-  # its mount point made in the guest's tmpfs.
+  # The checkout if it lies under a tmpfs (read-only), then the writable
+  # shares, each at its host path; one under /tmp (say) needs its mount
+  # point made in the guest's tmpfs.
   while read -r tag path; do
     mkdir -p "/newroot$path" 2>/dev/null
     mount_9p "$tag" "/newroot$path" "$P9" || die "cannot mount $path ($tag)"

@@ -15,7 +15,8 @@ as root in the repository's directory, powers off. Exit status: COMMAND's, or
   242 the guest stopped before COMMAND ended (panic, oops in init, ...)
   243 the timeout (default 900 s) ran out; QEMU was killed.
 The host's / is read-only in the guest; /tmp, /run, /var/tmp, /dev/shm are
-empty tmpfs (the host's files there are out of sight); /etc, /var, /root,
+empty tmpfs (the host's files there are out of sight, but for a checkout
+there, which is shared at its path, read-only); /etc, /var, /root,
 /home are writable overlays whose changes are lost. $PFMFS_VM_WORK/share (default build/vm/share) and every --rw DIR
 are writable host directories at the same paths. --env passes a variable
 (NAME alone: its value here). Environment: PFMFS_VM_WORK (cache, logs),
@@ -49,9 +50,12 @@ done
 [[ $timeout_s =~ ^[0-9]+$ && $mem_mb =~ ^[0-9]+$ ]] || vm_die "--timeout and --mem take whole numbers"
 command -v qemu-system-x86_64 >/dev/null || vm_die "qemu-system-x86_64 is missing (tests/vm/install-deps.sh)"
 
+# A checkout under a directory the guest replaces with an empty tmpfs (a CI
+# clone in /tmp, say) is shared again at its own path, read-only like /.
+repo_share=()
 case $REPO_ROOT/ in
-  /tmp/*|/run/*|/var/tmp/*|/dev/*)
-    vm_die "the repository is under ${REPO_ROOT%"${REPO_ROOT#/*/}"}, which the guest replaces with an empty tmpfs; check it out elsewhere" ;;
+  /dev/*) vm_die "the repository is under /dev; check it out elsewhere" ;;
+  /tmp/*|/run/*|/var/tmp/*) repo_share=("$REPO_ROOT") ;;
 esac
 vm_guest_kernel
 mkdir -p "$VM_WORK/share" "$VM_WORK/runs"
@@ -153,6 +157,7 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
   echo "NONCE=$nonce"
 } >"$run/vm.conf"
 {
+  for d in "${repo_share[@]}"; do echo "pfmfs_repo $d"; done
   i=0
   for d in "$VM_WORK/share" "${rw_dirs[@]}"; do echo "pfmfs_rw$i $d"; i=$((i + 1)); done
 } >"$run/rw-shares"
@@ -196,6 +201,7 @@ qemu=(qemu-system-x86_64 -accel "${PFMFS_VM_ACCEL:-tcg,thread=single}" -machine 
   # under TCG, and a throwaway test VM has nothing to protect.
   -append "console=ttyS0 nmi_watchdog=0 panic=-1 loglevel=5 mitigations=off $append")
 qemu+=(-virtfs "$(virtfs pfmfs_root / readonly=on)" -virtfs "$(virtfs pfmfs_ctl "$run")")
+for d in "${repo_share[@]}"; do qemu+=(-virtfs "$(virtfs pfmfs_repo "$d" readonly=on)"); done
 i=0
 for d in "$VM_WORK/share" "${rw_dirs[@]}"; do
   qemu+=(-virtfs "$(virtfs "pfmfs_rw$i" "$d")")
