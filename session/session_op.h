@@ -1,0 +1,32 @@
+// Session::Op, the lock of one public operation of a Session. Internal to
+// session/: the files that implement Session share it.
+#pragma once
+
+#include <mutex>
+
+#include "session/engine.h"
+#include "session/session.h"
+
+namespace pfmfs::session {
+
+// Holds the session lock for one public operation. When the operation queued
+// messages, the observer hears of it after the lock is released, so that it
+// may call back into the session.
+class Session::Op {
+ public:
+  explicit Op(const Session& s) : s_(const_cast<Session&>(s)), lock_(s_.mutex_) {}
+  ~Op() {
+    bool notify = s_.notify_pending_;
+    s_.notify_pending_ = false;
+    lock_.unlock();
+    if (notify) s_.engine_.notifyQueued(s_);
+  }
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+ private:
+  Session& s_;
+  std::unique_lock<std::mutex> lock_;
+};
+
+}  // namespace pfmfs::session

@@ -1,0 +1,143 @@
+// A session's registers: PMC and PMD writes (one, or a whole regs file,
+// all-or-nothing), and their reads, live while their set counts. The rest of
+// Session is in session.cpp and session_time.cpp.
+#include <fmt/format.h>
+
+#include "session/engine.h"
+#include "session/session.h"
+#include "session/session_op.h"
+
+namespace pfmfs::session {
+
+using pmu::regBit;
+using pmu::RegMask;
+
+// ---- registers -----------------------------------------------------------------
+
+Status Session::writePmc(const Caller& caller, unsigned set, const PmcWrite& w) {
+  return writeRegs(caller, set, {RegWrite{w}});
+}
+
+Status Session::writePmd(unsigned set, const PmdWrite& w) {
+  return writeRegs(Caller{}, set, {RegWrite{w}});
+}
+
+Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<RegWrite>& writes) {
+  Op op(*this);
+  EventSet* s = findSet(set);
+  if (!s) return fail(err(EINVAL, "no set {}", set));
+  // All-or-nothing: every write is checked before any is applied.
+  for (const auto& w : writes) {
+    Status st = std::holds_alternative<PmcWrite>(w) ? checkPmcWrite(desc_, caller, std::get<PmcWrite>(w))
+                                                    : checkPmdWrite(desc_, std::get<PmdWrite>(w));
+    if (!st) return fail(st.error());
+  }
+  bool live = false;
+  if (counting()) {
+    catchUp();
+    if (counting() && !interrupts_) sampleActive();
+    s = findSet(set);
+    if (counting() && s->id() == active_set_) takeOverflowInSkid();
+    live = counting() && s->id() == active_set_;
+    if (live) {
+      pmu_->disable();
+      foldActive();
+    }
+  }
+  for (const auto& w : writes) std::visit([s](const auto& x) { s->apply(x); }, w);
+  if (live) {
+    if (Status st = programActive(); !st) {
+      haltCounting(st.error());
+      return Status(err(-st.code(), "{}", error_));
+    }
+    pmu_->enable();
+  }
+  return {};
+}
+
+Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
+  Op op(*this);
+  EventSet* s = findSet(set);
+  if (!s) return fail(err(EINVAL, "no set {}", set)).error();
+  int slot = desc_.pmcSlot(index);
+  if (slot < 0) return fail(err(EINVAL, "no pmc{} on this PMU", index)).error();
+  return s->pmc(static_cast<std::size_t>(slot));
+}
+
+// The 64-bit values of the PMDs in `pmds` of `set`, by slot into values_:
+// the hardware bits combined with the software upper bits where the set is
+// counting (one backend read for all of them), the image otherwise.
+void Session::liveValues(const EventSet& set, RegMask pmds) {
+  values_.resize(desc_.pmds.size());
+  RegMask live = counting() && set.id() == active_set_ ? pmds & set.usedPmds() : 0;
+  if (live) readHw(live);
+  // A counter whose interrupt is in skid has wrapped: the carry its interrupt
+  // will add is already counted (reads never run backwards).
+  RegMask skid = live && interrupts_ ? pmu_->overflowsInSkid() & live : 0;
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    const pmu::PmdDesc& d = desc_.pmds[slot];
+    if (!(pmds & regBit(d.index))) continue;
+    std::uint64_t v = set.pmd(slot).value;
+    if (live & regBit(d.index)) {
+      std::uint64_t upper = v & ~d.widthMask();
+      if ((skid & regBit(d.index)) && !set.noEmul64(d.index) && d.width < 64) upper += d.widthMask() + 1;
+      v = upper | (hw_[slot] & d.widthMask());
+    }
+    values_[slot] = v;
+  }
+}
+
+Result<PmdValue> Session::readPmd(unsigned set, unsigned index) {
+  Op op(*this);
+  if (!findSet(set)) return fail(err(EINVAL, "no set {}", set)).error();
+  int slot = desc_.pmdSlot(index);
+  if (slot < 0) return fail(err(EINVAL, "no pmd{} on this PMU", index)).error();
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  const EventSet& s = *findSet(set);
+  liveValues(s, regBit(index));
+  PmdValue v;
+  v.state = s.pmd(static_cast<std::size_t>(slot));
+  v.value = values_[static_cast<std::size_t>(slot)];
+  v.state.value = v.value;
+  return v;
+}
+
+Result<std::vector<RegWrite>> Session::regs(unsigned set) {
+  Op op(*this);
+  if (!findSet(set)) return fail(err(EINVAL, "no set {}", set)).error();
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  const EventSet& s = *findSet(set);
+  std::vector<RegWrite> out = s.nonDefaultRegisters();
+  RegMask pmds = 0;
+  for (const auto& w : out)
+    if (const auto* p = std::get_if<PmdWrite>(&w)) pmds |= regBit(p->index);
+  liveValues(s, pmds);
+  for (auto& w : out)
+    if (auto* p = std::get_if<PmdWrite>(&w)) p->value = values_[static_cast<std::size_t>(desc_.pmdSlot(p->index))];
+  return out;
+}
+
+Result<std::vector<PmdLine>> Session::pmdStates(unsigned set) {
+  Op op(*this);
+  if (!findSet(set)) return fail(err(EINVAL, "no set {}", set)).error();
+  catchUp();
+  if (counting() && !interrupts_) sampleActive();
+  const EventSet& s = *findSet(set);
+  RegMask pmds = s.usedPmds();
+  for (std::size_t slot = 0; slot < s.pmdCount(); ++slot)
+    if (s.pmd(slot).written) pmds |= regBit(desc_.pmds[slot].index);
+  liveValues(s, pmds);
+  std::vector<PmdLine> out;
+  for (std::size_t slot = 0; slot < s.pmdCount(); ++slot) {
+    unsigned index = desc_.pmds[slot].index;
+    if (!(pmds & regBit(index))) continue;
+    PmdLine l{index, s.pmd(slot)};
+    l.state.value = values_[slot];
+    out.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace pfmfs::session
