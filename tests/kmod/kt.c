@@ -349,6 +349,7 @@ static const struct kt_test kt_tests[] = {
 	{ "cpu_count", t_cpu_count },
 	{ "busy_sleep", t_busy_sleep },
 	{ "two_cpus", t_two_cpus },
+	{ "shared_cpu", t_shared_cpu },
 	{ "ctrl_writes", t_ctrl_writes },
 	{ "overflow", t_overflow },
 	{ "overflow_cpu", t_overflow_cpu },

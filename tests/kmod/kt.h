@@ -137,6 +137,7 @@ void t_exclusive(void);
 void t_cpu_count(void);
 void t_busy_sleep(void);
 void t_two_cpus(void);
+void t_shared_cpu(void);
 void t_ctrl_writes(void);
 void t_overflow(void);
 void t_overflow_cpu(void);

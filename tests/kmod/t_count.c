@@ -253,6 +253,53 @@ void t_two_cpus(void)
 	close(fd);
 }
 
+/*
+ * Two spinners pinned to one cpu: the scheduler shares it between them, and
+ * each counts its own share, not the other's: its count follows its own CPU
+ * time (about half the window each), and the two add up to no more than the
+ * cpu's time.
+ */
+void t_shared_cpu(void)
+{
+	struct kt_thread t[2];
+	struct share s[2];
+	uint64_t n[2], w0, w1;
+	int fd = kt_open(), i;
+
+	kt_pin(0);
+	for (i = 0; i < 2; i++) {
+		kt_thread_start(&t[i], KT_SPIN, 1);
+		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, t[i].tid));
+	}
+	w0 = kt_now();
+	for (i = 0; i < 2; i++) {
+		s[i].sw0 = switches(t[i].tid);
+		s[i].o0 = kt_cputime(t[i].tid);
+		count_cycles(fd, t[i].tid);
+		s[i].i0 = kt_cputime(t[i].tid);
+	}
+	kt_sleep_ms(1500);
+	for (i = 0; i < 2; i++) {
+		s[i].i1 = kt_cputime(t[i].tid);
+		n[i] = stop_cycles(fd, t[i].tid);
+		s[i].o1 = kt_cputime(t[i].tid);
+		s[i].sw1 = switches(t[i].tid);
+	}
+	w1 = kt_now();
+	check_share("first spinner on cpu 1", n[0], &s[0]);
+	check_share("second spinner on cpu 1", n[1], &s[1]);
+	/* CFS gives each about half of the 1.5 s: a quarter at least. */
+	for (i = 0; i < 2; i++)
+		CHECK(n[i] > 3ULL * 375000000, "spinner %d counted %llu: under a quarter of the window",
+		      i, (unsigned long long)n[i]);
+	CHECK((n[0] + n[1]) / 3 <= w1 - w0 + 20000000ULL,
+	      "the two counted %llu ns together in a window of %llu ns on one cpu",
+	      (unsigned long long)((n[0] + n[1]) / 3), (unsigned long long)(w1 - w0));
+	for (i = 0; i < 2; i++)
+		kt_thread_stop(&t[i]);
+	close(fd);
+}
+
 /* Two threads on cpu 1 that pass a byte back and forth. */
 struct pingpong {
 	int to_a[2], to_b[2], done[2];
