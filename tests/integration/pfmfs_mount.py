@@ -240,6 +240,11 @@ INTEL = PMU.model == 'intel-arch-v2'
 # rate × CPU time, give or take X86_SLACK_NS of it.
 X86_TOLERANCE = 0.03
 X86_SLACK_NS = 300_000
+# Above, more: when the host takes the VM's cpu away in the middle of the
+# module's switch-in or switch-out, the test PMU counts that time and the
+# guest's scheduler does not (tests/kmod/t_count.c allows 20 ms for it over
+# seconds). 0.8 ms over a 3.5 ms drive was seen with a second VM running.
+X86_SLACK_HIGH_NS = 5_000_000
 # PMU.far(): a threshold no test's own commands reach on x86. 0.5 s of CPU
 # time is over 100 times what the costliest Worker command was seen to take
 # in the guest, and half of it is what PMU.below() drives.
@@ -1101,14 +1106,13 @@ class Driven:
     def check(self, value, start=0, minus=0):
         """value is start plus what counted since the tally began, less
         `minus` (mod 2^64): exactly low - minus on sim, within
-        [low - minus, high - minus] elsewhere (widened by X86_TOLERANCE and
-        X86_SLACK_NS on x86)."""
+        [low - minus, high - minus] elsewhere (widened by X86_TOLERANCE,
+        X86_SLACK_NS below and X86_SLACK_HIGH_NS above on x86)."""
         got = (value - start) % U64
         low, high = self.low - minus, self.high() - minus
         if X86:
-            slack = PMU.rate_a * X86_SLACK_NS
-            low = int(self.low * (1 - X86_TOLERANCE)) - slack - minus
-            high = int(self.high() * (1 + X86_TOLERANCE)) + slack - minus
+            low = int(self.low * (1 - X86_TOLERANCE)) - PMU.rate_a * X86_SLACK_NS - minus
+            high = int(self.high() * (1 + X86_TOLERANCE)) + PMU.rate_a * X86_SLACK_HIGH_NS - minus
         if SIM:
             self.test.assertEqual(got, low, f'{value} is start {start} + {got}, expected + {low}')
         else:
@@ -1128,7 +1132,7 @@ class Driven:
         if not X86:
             return self.check(value, start, minus=threshold)
         got = (value - start) % U64
-        high = int(self.high() * (1 + X86_TOLERANCE)) + PMU.rate_a * X86_SLACK_NS - threshold
+        high = int(self.high() * (1 + X86_TOLERANCE)) + PMU.rate_a * X86_SLACK_HIGH_NS - threshold
         self.test.assertTrue(0 <= got <= high, f'{value} is start {start} + {got}, expected + [0, {high}]')
         return got
 

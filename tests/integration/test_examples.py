@@ -23,7 +23,7 @@ import unittest
 from pathlib import Path
 
 import pfmfs_mount
-from pfmfs_mount import (INTEL, PERF, PMU, SIM, TEST_USER, X86, X86_SLACK_NS, X86_TOLERANCE, HiddenTime, Mount, Worker,
+from pfmfs_mount import (INTEL, PERF, PMU, SIM, TEST_USER, X86, X86_SLACK_HIGH_NS, X86_SLACK_NS, X86_TOLERANCE, HiddenTime, Mount, Worker,
                          onlineCpus, simOnly, userGroups, userIds, waitFor)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -280,7 +280,9 @@ class RealClockTest(ExampleTest):
     # ---- multiplex.sh
 
     def test_multiplex_busy_loop_counts_and_sleeper_does_not(self):
+        began = time.monotonic_ns()
         r = run("multiplex.sh", self.mnt, "-t", 1)
+        took = time.monotonic_ns() - began
         self.assertRan(r)
         self.assertEqual(r.stdout.splitlines()[0], f"{HEADER} clock=real: 2 sets switched every 1000000 ns for 1 s")
         rows = self.table(r.stdout)
@@ -289,7 +291,10 @@ class RealClockTest(ExampleTest):
         busy, sleep = rows[:4], rows[4:]
         enabled = int(busy[0]["enabled_ns"])
         self.assertGreater(enabled, 100_000_000, "the busy loop got under 100 ms of CPU in 1 s")
-        self.assertLessEqual(enabled, 1_500_000_000)
+        # Its CPU time in the 1 s window; in the guest, where the script's
+        # own steps around the window take most of a second more, no more
+        # than the script's whole run.
+        self.assertLessEqual(enabled, took if X86 else 1_500_000_000)
         running = {0: int(busy[0]["running_ns"]), 1: int(busy[2]["running_ns"])}
         # Both sets ran, and together for all the time the session counted.
         self.assertGreater(running[0], 0)
@@ -453,7 +458,7 @@ class RealClockTest(ExampleTest):
             self.assertGreaterEqual(took, 1000)
             worked = cpu_after - cpu_before
             self.assertGreaterEqual(first, 3 * (worked * (1 - X86_TOLERANCE) - X86_SLACK_NS))
-            self.assertLessEqual(first, 3 * (worked * 1.10 + X86_SLACK_NS + hidden.ns()))
+            self.assertLessEqual(first, 3 * (worked * 1.10 + X86_SLACK_HIGH_NS + hidden.ns()))
         else:
             self.assertCpuTime(first, t, lines)
             # Its 1000 fresh pages, and no fault it did not take.
@@ -544,7 +549,7 @@ class RealClockTest(ExampleTest):
             self.assertLess(enabled, 200_000_000)
             instructions = int(summary["instructions"])
             self.assertGreaterEqual(instructions, 5 * (2000000 // 3))
-            self.assertLessEqual(instructions, 2 * (enabled * (1 + X86_TOLERANCE) + X86_SLACK_NS))
+            self.assertLessEqual(instructions, 2 * (enabled * (1 + X86_TOLERANCE) + X86_SLACK_HIGH_NS))
         else:
             # Each sample is about 1 ms of CPU time (perf's clock overflows
             # come from a timer); the thread runs on between the overflow and
@@ -603,7 +608,7 @@ class RealClockTest(ExampleTest):
             self.assertLess(enabled, 200_000_000)
             instructions = int(summary["instructions"])
             self.assertGreaterEqual(instructions, 6_000_000 * (1 - X86_TOLERANCE))
-            self.assertLessEqual(instructions, 2 * (enabled * (1 + X86_TOLERANCE) + X86_SLACK_NS))
+            self.assertLessEqual(instructions, 2 * (enabled * (1 + X86_TOLERANCE) + X86_SLACK_HIGH_NS))
         else:
             self.assertGreater(enabled, 0)
             self.assertCpuTime(int(summary["task_clock"]), enabled, lines, masks=3)
