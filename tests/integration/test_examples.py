@@ -543,9 +543,11 @@ class RealClockTest(ExampleTest):
             # Each sample is at least 10^6 cycles of the test PMU (its
             # interrupt comes a little after the wrap, and freezes the
             # counters): instructions, at 2 per ns on the same clock, at least
-            # 2/3 of that; in the engine's time, within X86_TOLERANCE.
+            # 2/3 of that. The engine's time lags the PMU by up to a tick of
+            # the running thread (see test_overflow_period_and_event_of_a_thread):
+            # no bound below but that time passed.
             self.assertEqual(list(summary), ["samples", "period", "instructions", "enabled_ns"])
-            self.assertGreaterEqual(enabled, 5 * 1000000 / 3 * (1 - X86_TOLERANCE))
+            self.assertGreater(enabled, 0)
             self.assertLess(enabled, 200_000_000)
             instructions = int(summary["instructions"])
             self.assertGreaterEqual(instructions, 5 * (2000000 // 3))
@@ -597,14 +599,17 @@ class RealClockTest(ExampleTest):
             # less than one reference (20 ns) late under the real clock.
             self.assertLessEqual(abs(enabled - 3_000_000), 3 * 20)
         elif X86:
-            # 1 ms of CPU time per sample within X86_TOLERANCE, and the time
-            # the thread runs on after each interrupt until the daemon masks
-            # (the module froze the counters, the engine's time goes on): in
-            # the QEMU guest several ms each (7 ms seen), so the bound on top
-            # is the busy loop's 200 ms. Instructions at 2 per ns of the same
-            # counting: at least 2 ms of them per sample, and no more than
-            # the time enabled.
-            self.assertGreaterEqual(enabled, 3_000_000 * (1 - X86_TOLERANCE))
+            # The engine's time of a thread is the scheduler's CPU time
+            # (/proc/TID/schedstat), which a running thread's ticks bring up
+            # to date (4 ms apart on Debian's HZ=250): 1.6 ms was seen where
+            # the PMU had counted 3 ms, so no bound below but that time
+            # passed. Above, the time the thread runs on after each interrupt
+            # until the daemon masks (the module froze the counters, the
+            # engine's time goes on): in the QEMU guest several ms each (7 ms
+            # seen), so the busy loop's 200 ms. Instructions, counted by the
+            # PMU itself at 2 per ns: at least 2 ms of them per sample, and no
+            # more than the time enabled allows.
+            self.assertGreater(enabled, 0)
             self.assertLess(enabled, 200_000_000)
             instructions = int(summary["instructions"])
             self.assertGreaterEqual(instructions, 6_000_000 * (1 - X86_TOLERANCE))
