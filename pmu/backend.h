@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "pmu/pmu_description.h"
 #include "pmu/result.h"
@@ -25,6 +27,44 @@ enum class TargetKind { Thread, Cpu };
 struct Target {
   TargetKind kind = TargetKind::Thread;
   int id = 0;  // a thread id (tid) or a cpu number
+  // A thread session's `inherit` flag (SPEC §3.4): the backend reports the
+  // threads and processes the target creates, and theirs, recursively
+  // (TargetPmu::takeChildEvents). Only with Backend::inheritance() != None.
+  bool inherit = false;
+};
+
+// How a backend follows a thread's children (the `inherit` flag).
+enum class Inheritance {
+  None,       // it cannot: a load with inherit is refused
+  Adopt,      // each child gets a TargetPmu of its own (TargetPmu::adoptChild),
+              // which the engine drives like the target's
+  Aggregate,  // the backend counts the children itself, switching with the
+              // target (perf's inherited events), and reports each child's
+              // final counts when it exits; the target's timeNs() is then the
+              // CPU time of the whole followed tree
+};
+
+// A child's final counts (Inheritance::Aggregate): the events it counted in
+// each set, by PMD slot of the description (0 where the set did not count).
+struct ChildCounts {
+  std::map<std::uint16_t, std::vector<std::uint64_t>> by_set;
+  // False when part of its counts is lost: the events of a set were reopened
+  // (reprogrammed) after it was created, which the kernel does not carry over.
+  bool complete = true;
+};
+
+// Something a followed thread did, in the order it happened.
+struct ChildEvent {
+  enum class Kind { Created, Exited };
+  Kind kind = Kind::Created;
+  pid_t pid = 0;         // the child's process
+  pid_t tid = 0;         // the child thread
+  pid_t parent_tid = 0;  // Created: the followed thread that created it
+  // Exited, Adopt under a real clock: the child's CPU time at its exit, where
+  // the backend learned it (it may be reaped before its clock can be read).
+  std::optional<std::uint64_t> final_time_ns;
+  // Exited, Aggregate: what it counted; none if the backend could not learn it.
+  std::optional<ChildCounts> counts;
 };
 
 // One overflow interrupt: the counters whose hardware bits wrapped past
@@ -121,6 +161,31 @@ class TargetPmu {
   // could not count it (perf's own multiplexing when counters are short).
   // Counts are never scaled for it; `state` reports it.
   virtual std::uint64_t unscheduledNs() { return 0; }
+
+  // ---- inheritance (Target::inherit) ----
+  // Appends the children created and exited since the last call, oldest
+  // first. A backend that learns of them on a thread of its own calls the
+  // listener's attention(). Events of a child go on arriving after the target
+  // itself has exited (gone()).
+  virtual void takeChildEvents(std::vector<ChildEvent>& /*out*/) {}
+
+  // Inheritance::Adopt: the PMU of a child just reported Created, with nothing
+  // loaded and counting disabled. Its time starts at the child's creation
+  // (under the manual clock: at 0, moved by advanceTo like the target's).
+  // -ESRCH if the child is already gone.
+  virtual Result<std::unique_ptr<TargetPmu>> adoptChild(pid_t /*tid*/, std::weak_ptr<TargetListener> /*listener*/) {
+    return err(EOPNOTSUPP, "this backend does not adopt children");
+  }
+
+  // On an adopted child's PMU: the child exited (its Exited event); its time
+  // stops at `final_time_ns` when given, else where it was last read.
+  virtual void childExited(std::optional<std::uint64_t> /*final_time_ns*/) {}
+
+  // Inheritance::Aggregate, on the target's PMU: put every set on the PMU once
+  // (counting disabled) so that children created from now on carry all of
+  // them; the engine then loads the active set again. Called at start and
+  // after a set is reprogrammed.
+  virtual Status prepareSets(std::span<const SetImage> /*sets*/) { return {}; }
 };
 
 enum class ClockKind {
@@ -149,6 +214,9 @@ class Backend {
   // Whether TargetPmu::hold can stop a monitored thread (notify_block). perf
   // cannot: it has no way to keep a thread from running.
   virtual bool holdsThreads() const { return true; }
+
+  // How it follows children (the `inherit` flag); None refuses such loads.
+  virtual Inheritance inheritance() const { return Inheritance::None; }
 
   // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu;
   // -EPERM/-EACCES: the kernel refused the daemon.

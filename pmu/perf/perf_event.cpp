@@ -124,7 +124,13 @@ Status RingBuffer::map(int fd, std::size_t data_pages) {
   return {};
 }
 
-void RingBuffer::take(std::vector<OverflowRecord>& out) {
+bool RingBuffer::pending() const {
+  if (!base_) return false;
+  auto* meta = static_cast<perf_event_mmap_page*>(base_);
+  return __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail;
+}
+
+void RingBuffer::take(std::vector<OverflowRecord>& out, std::vector<TaskRecord>* tasks) {
   if (!base_) return;
   auto* meta = static_cast<perf_event_mmap_page*>(base_);
   const auto* data = static_cast<const unsigned char*>(base_) + meta->data_offset;
@@ -173,6 +179,25 @@ void RingBuffer::take(std::vector<OverflowRecord>& out) {
       r.id = u64At(8);
       r.throttled = true;
       out.push_back(r);
+    } else if (tasks && (h.type == PERF_RECORD_FORK || h.type == PERF_RECORD_EXIT) && h.size >= sizeof h + 24) {
+      TaskRecord r;  // pid, ppid, tid, ptid, time
+      r.kind = h.type == PERF_RECORD_FORK ? TaskRecord::Kind::Fork : TaskRecord::Kind::Exit;
+      r.pid = u32At(0);
+      r.ppid = u32At(4);
+      r.tid = u32At(8);
+      r.ptid = u32At(12);
+      r.time = u64At(16);
+      tasks->push_back(r);
+    } else if (tasks && h.type == PERF_RECORD_READ && h.size >= sizeof h + 40) {
+      TaskRecord r;  // pid, tid, then kTaskReadFormat: value, enabled, running, id
+      r.kind = TaskRecord::Kind::Read;
+      r.pid = u32At(0);
+      r.tid = u32At(4);
+      r.value = u64At(8);
+      r.time_enabled = u64At(16);
+      r.time_running = u64At(24);
+      r.id = u64At(32);
+      tasks->push_back(r);
     }
     tail += h.size;
   }

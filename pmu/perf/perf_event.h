@@ -59,6 +59,25 @@ struct OverflowRecord {
   bool throttled = false;  // PERF_RECORD_THROTTLE: the kernel stopped reporting this event's overflows for a while
 };
 
+// What a followed thread did (events opened with attr.task, attr.inherit and
+// attr.inherit_stat, sample_id_all 0): PERF_RECORD_FORK and PERF_RECORD_EXIT
+// for every thread the event's task and its descendants create and end, and
+// PERF_RECORD_READ with a child's final count of one inherited event as it
+// exits (read_format kTaskReadFormat). The kernel writes a child's EXIT
+// before its READs.
+inline constexpr std::uint64_t kTaskReadFormat =
+    PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;
+struct TaskRecord {
+  enum class Kind { Fork, Exit, Read };
+  Kind kind = Kind::Fork;
+  std::uint32_t pid = 0, tid = 0;    // the thread created, ended, or read
+  std::uint32_t ppid = 0, ptid = 0;  // Fork, Exit: its parent
+  std::uint64_t time = 0;            // Fork, Exit: perf's clock
+  // Read: the child's final count of the inherited event whose parent has
+  // PERF_EVENT_IOC_ID `id`, and its enabled and running times.
+  std::uint64_t value = 0, time_enabled = 0, time_running = 0, id = 0;
+};
+
 // The mmap'd ring buffer of one event. Other events write into it after
 // setOutput(their fd, this event's fd).
 class RingBuffer {
@@ -70,8 +89,11 @@ class RingBuffer {
 
   // Maps 1 + data_pages (a power of two) pages of `fd`.
   Status map(int fd, std::size_t data_pages);
-  // Every overflow record written since the last call; others are skipped.
-  void take(std::vector<OverflowRecord>& out);
+  // Every overflow record written since the last call, and the task records
+  // when `tasks` is given; others are skipped.
+  void take(std::vector<OverflowRecord>& out, std::vector<TaskRecord>* tasks = nullptr);
+  // Whether the kernel wrote anything not yet taken.
+  bool pending() const;
 
  private:
   void* base_ = nullptr;
