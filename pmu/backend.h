@@ -172,7 +172,9 @@ class TargetPmu {
   // Inheritance::Adopt: the PMU of a child just reported Created, with nothing
   // loaded and counting disabled. Its time starts at the child's creation
   // (under the manual clock: at 0, moved by advanceTo like the target's).
-  // -ESRCH if the child is already gone.
+  // A child already gone may still be adopted (the sim's is, and learns its
+  // time from childExited) or refused with -ESRCH: the engine then counts
+  // it as dropped.
   virtual Result<std::unique_ptr<TargetPmu>> adoptChild(pid_t /*tid*/, std::weak_ptr<TargetListener> /*listener*/) {
     return err(EOPNOTSUPP, "this backend does not adopt children");
   }

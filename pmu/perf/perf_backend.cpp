@@ -1,47 +1,32 @@
-// The perf backend and its per-target PMU.
+// The perf backend: choosing the model, and attaching to targets (their PMU
+// is perf_target.cpp's).
 #include "pmu/perf/perf_backend.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <deque>
 #include <fstream>
-#include <limits>
-#include <map>
 #include <vector>
 
 #include "pmu/host_info.h"
 #include "pmu/perf/perf_event.h"
+#include "pmu/perf/perf_inherit.h"
 #include "pmu/perf/perf_poller.h"
+#include "pmu/perf/perf_target.h"
 
 namespace pfmfs::pmu::perf {
 
 namespace {
 
-// perf refuses sample periods with bit 63 set; a counter that is this far
-// from its wrap samples "never" in practice (292 years of nanoseconds).
-constexpr std::uint64_t kMaxPeriod = (std::uint64_t{1} << 63) - 1;
 // Ring buffer data pages per target: one page holds 128 overflow records.
 // perf charges them to the daemon's locked memory (perf_event_mlock_kb).
 constexpr std::size_t kRingPages = 1;
-// A PERF_RECORD_LOST is replayed as at most this many overflows.
-constexpr std::uint64_t kMaxLostReplay = 1024;
-
-std::uint64_t monotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-// Events from the value `bits` to its 64-bit wrap, as a perf sample period.
-std::uint64_t periodFor(std::uint64_t bits) {
-  std::uint64_t dist = std::uint64_t{0} - bits;  // 2^64 - bits
-  if (bits == 0 || dist > kMaxPeriod) return kMaxPeriod;
-  return dist;
-}
+// With inherit the children's FORK, EXIT and READ records share the ring: 32
+// bytes each for FORK and EXIT, 48 for a READ per counter of every set. 8
+// pages hold some 70 children's lives with one set of 8 counters, 10 with
+// eight such sets, between two takes.
+constexpr std::size_t kInheritRingPages = 8;
 
 std::string paranoidHint() {
   std::ifstream f("/proc/sys/kernel/perf_event_paranoid");
@@ -49,347 +34,6 @@ std::string paranoidHint() {
   if (f >> level) return fmt::format(" (perf_event_paranoid={})", level);
   return "";
 }
-
-// The PMU of one thread or CPU as perf sees it.
-class PerfTarget final : public TargetPmu {
- public:
-  PerfTarget(Model model, const PmuDescription& desc, Poller& poller, const Target& target, pid_t tgid, Fd anchor,
-             std::unique_ptr<RingBuffer> ring, std::shared_ptr<Watch> watch, std::uint64_t watch_key)
-      : model_(model),
-        desc_(desc),
-        poller_(poller),
-        target_(target),
-        tgid_(tgid),
-        anchor_(std::move(anchor)),
-        ring_(std::move(ring)),
-        watch_(std::move(watch)),
-        watch_key_(watch_key) {
-    if (target_.kind == TargetKind::Cpu) cpu_checked_at_ = monotonicNs();
-  }
-
-  ~PerfTarget() override {
-    poller_.unwatch(watch_key_);
-    // Groups close their events; the anchor (and its ring buffer) go last.
-    groups_.clear();
-  }
-
-  Status loadSet(const SetImage& image) override {
-    Group& g = groups_[image.set];
-    std::vector<std::pair<std::size_t, CounterEvent>> wanted;
-    for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
-      if (!(image.pmds & regBit(desc_.pmds[slot].index))) continue;
-      if (auto e = counterEvent(model_, desc_, image.pmcs, slot)) wanted.emplace_back(slot, *e);
-    }
-    // Records already written are from before this load: none is an
-    // overflow of the values loaded now.
-    dropPending();
-    bool same = g.counters.size() == wanted.size();
-    for (std::size_t i = 0; same && i < wanted.size(); ++i)
-      same = g.counters[i].slot == wanted[i].first && g.counters[i].event == wanted[i].second;
-    if (!same) {
-      current_ = nullptr;
-      g.counters.clear();
-      g.frozen_valid = false;
-      if (Status s = openGroup(g, wanted, image.pmd_bits); !s) {
-        g.counters.clear();
-        return s;
-      }
-      current_ = &g;
-      return {};
-    }
-    if (!g.frozen_valid) {
-      if (Status s = readGroup(g); !s) return s;
-      g.frozen_valid = true;
-    }
-    for (Counter& c : g.counters) {
-      c.base = image.pmd_bits[c.slot];
-      c.ref = c.count;
-      c.ovfl_valid = false;
-      // The kernel's next overflow is where ours is (a set switched away and
-      // back, values untouched): nothing to tell it. Otherwise restart its
-      // period from here; the event is disabled, so it starts at the enable.
-      std::uint64_t dist = periodFor(c.base);
-      if (!inStep(c, dist)) {
-        if (Status s = setPeriod(c.fd.get(), dist); !s) return s;
-        c.period = dist;
-        c.phase_at = c.ref;
-        c.phase_known = true;
-      }
-    }
-    current_ = &g;
-    return {};
-  }
-
-  void reloadPmd(unsigned index, std::uint64_t hw_bits) override {
-    Counter* c = counterOf(index);
-    if (!c) return;
-    c->base = hw_bits;
-    // The reset happens at the overflow, as the hardware's reload would:
-    // events counted since then stay counted.
-    if (c->ovfl_valid) {
-      c->ref = c->ovfl_at;
-    } else {
-      (void)readGroup(*current_);
-      c->ref = c->count;
-    }
-    c->ovfl_valid = false;
-    const std::uint64_t dist = periodFor(c->base);
-    // The kernel re-armed the counter at the overflow with its period: when
-    // that is the new period too (a reset to the same value, the common case)
-    // there is nothing to do.
-    if (inStep(*c, dist)) return;
-    // Otherwise: stop the group (through its leader: a member cannot be
-    // switched alone while the leader runs), give the event what is left to
-    // the wrap, restart. An active event's period cannot change in place:
-    // perf would raise an overflow at its next event.
-    const int leader = current_->counters.front().fd.get();
-    (void)disableEvent(leader, false);
-    (void)readGroup(*current_);
-    const std::uint64_t done = c->count - c->ref;
-    const std::uint64_t left = done < dist ? dist - done : 1;
-    (void)setPeriod(c->fd.get(), left);
-    c->period = left;
-    c->phase_at = c->count;
-    c->phase_known = true;
-    dropPending(c->id);
-    if (enabled_) (void)enableEvent(leader, false);
-  }
-
-  void readPmds(RegMask pmds, std::span<std::uint64_t> out) override {
-    if (!current_) return;
-    if (enabled_ || !current_->frozen_valid) {
-      (void)readGroup(*current_);
-      if (!enabled_) current_->frozen_valid = true;
-    }
-    for (const Counter& c : current_->counters)
-      if (pmds & regBit(desc_.pmds[c.slot].index)) out[c.slot] = c.base + (c.count - c.ref);
-  }
-
-  void enable() override {
-    if (enabled_) return;
-    enabled_ = true;
-    if (!current_ || current_->counters.empty()) return;
-    current_->frozen_valid = false;
-    (void)enableEvent(current_->counters.front().fd.get(), false);
-  }
-
-  void disable() override {
-    if (!enabled_) return;
-    enabled_ = false;
-    if (!current_ || current_->counters.empty()) return;
-    (void)disableEvent(current_->counters.front().fd.get(), false);
-  }
-
-  std::uint64_t timeNs() override {
-    if (target_.kind == TargetKind::Cpu) {
-      last_time_ = std::max(last_time_, monotonicNs());
-    } else if (auto t = readCount(anchor_.get()); t.ok()) {
-      // The thread's CPU time: the anchor counts its task-clock.
-      last_time_ = std::max(last_time_, *t);
-    }
-    return last_time_;
-  }
-
-  // perf counts by itself: the present is where it is. The engine asks right
-  // after timeNs(), so the time just read is the present, without a second
-  // read of the anchor.
-  std::uint64_t advanceTo(std::uint64_t /*t*/) override { return last_time_; }
-  std::uint64_t nextOverflowNs() override { return kNever; }
-
-  std::optional<HwOverflow> takeOverflow() override {
-    for (;;) {
-      if (pending_.empty()) {
-        ring_->take(records_);
-        for (const auto& r : records_) {
-          if (r.lost == 0) {
-            pending_.push_back(r);
-          } else {
-            for (std::uint64_t i = 0; i < std::min(r.lost, kMaxLostReplay); ++i) pending_.push_back(r);
-          }
-        }
-        records_.clear();
-        if (pending_.empty()) return std::nullopt;
-      }
-      OverflowRecord r = pending_.front();
-      pending_.pop_front();
-      Counter* c = counterById(r.id);
-      if (!c) continue;  // an event of a set that is not loaded, or closed since
-      if (r.throttled) {
-        // Overflows during the throttle went unreported: where the kernel's
-        // period now ends is unknown until the next reload restarts it.
-        c->phase_known = false;
-        continue;
-      }
-      if (c->phase_known) {
-        // The kernel raised it where its period ended, and re-armed there.
-        c->ovfl_at = c->phase_at + c->period;
-        c->phase_at = c->ovfl_at;
-      } else {
-        // After a throttle: the best instant known is now.
-        (void)readGroup(*current_);
-        c->ovfl_at = c->phase_at = c->count;
-      }
-      c->ovfl_valid = true;
-      HwOverflow o;
-      o.pmds = regBit(desc_.pmds[c->slot].index);
-      o.ip = r.ip;
-      o.cpu = static_cast<int>(r.lost ? (target_.kind == TargetKind::Cpu ? target_.id : 0) : r.cpu);
-      if (r.lost == 0) {
-        o.pid = static_cast<pid_t>(r.pid);
-        o.tid = static_cast<pid_t>(r.tid);
-      } else if (target_.kind == TargetKind::Thread) {
-        o.pid = tgid_;
-        o.tid = target_.id;
-      }
-      return o;
-    }
-  }
-
-  void hold(bool /*held*/) override {}  // PerfBackend::holdsThreads() is false
-
-  bool gone() override {
-    if (target_.kind == TargetKind::Thread) return watch_->hup.load();
-    // A CPU going offline says nothing on the perf descriptors: look now and
-    // then (hot-unplug is rare; /sys costs a few syscalls).
-    std::uint64_t now = monotonicNs();
-    if (now - cpu_checked_at_ >= 100'000'000) {
-      cpu_checked_at_ = now;
-      cpu_gone_ = !cpuOnline(target_.id);
-    }
-    return cpu_gone_;
-  }
-
-  std::uint64_t unscheduledNs() override { return unscheduled_ns_; }
-
- private:
-  struct Counter {
-    std::size_t slot = 0;       // PMD slot in the description
-    CounterEvent event;
-    Fd fd;
-    std::uint64_t id = 0;       // PERF_EVENT_IOC_ID: names it in overflow records
-    std::uint64_t base = 0;     // the value loaded (hardware bits)
-    std::uint64_t ref = 0;      // the perf count when `base` was loaded
-    std::uint64_t count = 0;    // the perf count at the last read
-    std::uint64_t period = 0;   // the kernel's sample period
-    std::uint64_t phase_at = 0; // the perf count where the kernel's period started
-    bool phase_known = true;    // false after a throttle, until the period is restarted
-    std::uint64_t ovfl_at = 0;  // the perf count at the last overflow taken
-    bool ovfl_valid = false;    // ovfl_at is the overflow a reload refers to
-  };
-  struct Group {
-    std::vector<Counter> counters;  // in the order opened; the first leads
-    bool frozen_valid = false;      // disabled and read since: counts are current
-    std::uint64_t time_enabled = 0, time_running = 0;
-  };
-
-  Status openGroup(Group& g, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted,
-                   std::span<const std::uint64_t> bits) {
-    const pid_t pid = target_.kind == TargetKind::Thread ? target_.id : -1;
-    const int cpu = target_.kind == TargetKind::Cpu ? target_.id : -1;
-    g.time_enabled = g.time_running = 0;
-    for (const auto& [slot, ev] : wanted) {
-      Counter c;
-      c.slot = slot;
-      c.event = ev;
-      c.base = bits[slot];
-      c.period = periodFor(c.base);
-      perf_event_attr a{};
-      a.type = ev.type;
-      a.config = ev.config;
-      a.exclude_user = ev.exclude_user;
-      a.exclude_kernel = ev.exclude_kernel;
-      a.exclude_hv = 1;
-      a.disabled = g.counters.empty() ? 1 : 0;  // members follow their leader
-      a.read_format = kGroupReadFormat;
-      a.sample_period = c.period;
-      a.sample_type = kSampleType;
-      a.wakeup_events = 1;
-      const int leader = g.counters.empty() ? -1 : g.counters.front().fd.get();
-      auto fd = openEvent(a, pid, cpu, leader);
-      if (!fd) {
-        return err(fd.code() == -ENOENT || fd.code() == -EINVAL ? EINVAL : -fd.code(), "pmd{}: {}",
-                   desc_.pmds[slot].index, fd.error().reason);
-      }
-      c.fd = std::move(*fd);
-      if (Status s = setOutput(c.fd.get(), anchor_.get()); !s) return s;
-      auto id = eventId(c.fd.get());
-      if (!id) return id.error();
-      c.id = *id;
-      g.counters.push_back(std::move(c));
-    }
-    g.frozen_valid = true;  // fresh and disabled: every count is 0
-    return {};
-  }
-
-  Status readGroup(Group& g) {
-    if (g.counters.empty()) return {};
-    if (Status s = perf::readGroup(g.counters.front().fd.get(), g.counters.size(), reading_); !s) return s;
-    for (std::size_t i = 0; i < g.counters.size(); ++i) g.counters[i].count = reading_.values[i];
-    // perf multiplexes a group it cannot fit on the hardware; we never scale
-    // for it, we say it: the enabled time it did not run.
-    std::uint64_t de = reading_.time_enabled - g.time_enabled, dr = reading_.time_running - g.time_running;
-    if (de > dr) unscheduled_ns_ += de - dr;
-    g.time_enabled = reading_.time_enabled;
-    g.time_running = reading_.time_running;
-    return {};
-  }
-
-  // Whether the kernel's next overflow of `c` is where the value's wrap is,
-  // `dist` events after c.ref. Counters far from their wrap (2^63 events and
-  // more) need no agreement: neither will ever come.
-  static bool inStep(const Counter& c, std::uint64_t dist) {
-    if (!c.phase_known) return false;
-    if (dist == kMaxPeriod && c.period == kMaxPeriod) return true;
-    return c.phase_at + c.period == c.ref + dist;
-  }
-
-  Counter* counterOf(unsigned pmd_index) {
-    if (!current_) return nullptr;
-    for (Counter& c : current_->counters)
-      if (desc_.pmds[c.slot].index == pmd_index) return &c;
-    return nullptr;
-  }
-
-  Counter* counterById(std::uint64_t id) {
-    if (!current_) return nullptr;
-    for (Counter& c : current_->counters)
-      if (c.id == id) return &c;
-    return nullptr;
-  }
-
-  // Forgets the overflow records not yet taken (of one event, or all).
-  void dropPending(std::optional<std::uint64_t> id = std::nullopt) {
-    ring_->take(records_);
-    for (const auto& r : records_) pending_.push_back(r);
-    records_.clear();
-    if (!id) {
-      pending_.clear();
-      return;
-    }
-    std::erase_if(pending_, [&](const OverflowRecord& r) { return r.id == *id; });
-  }
-
-  const Model model_;
-  const PmuDescription& desc_;
-  Poller& poller_;
-  const Target target_;
-  const pid_t tgid_;
-  Fd anchor_;  // task-clock (thread) or cpu-clock (cpu): the clock and the ring buffer's owner
-  std::unique_ptr<RingBuffer> ring_;
-  std::shared_ptr<Watch> watch_;
-  std::uint64_t watch_key_;
-
-  std::map<std::uint16_t, Group> groups_;  // one per set loaded so far
-  Group* current_ = nullptr;                // the loaded set's group
-  bool enabled_ = false;
-  std::uint64_t last_time_ = 0;
-  std::uint64_t unscheduled_ns_ = 0;
-  std::uint64_t cpu_checked_at_ = 0;
-  bool cpu_gone_ = false;
-  GroupReading reading_;
-  std::vector<OverflowRecord> records_;
-  std::deque<OverflowRecord> pending_;
-};
 
 }  // namespace
 
@@ -443,6 +87,8 @@ Result<std::unique_ptr<PerfBackend>> PerfBackend::create(PerfOptions options) {
 }
 
 Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std::weak_ptr<TargetListener> listener) {
+  if (target.inherit && target.kind == TargetKind::Cpu)
+    return err(EINVAL, "inherit follows a thread's children: cpu {} has none", target.id);
   pid_t tgid = 0;
   perf_event_attr a{};
   a.type = PERF_TYPE_SOFTWARE;
@@ -459,6 +105,12 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
     a.config = PERF_COUNT_SW_TASK_CLOCK;
     a.exclude_kernel = 1;
     pid = target.id;
+    if (target.inherit) {
+      // Every task record of the children wakes the poller, not only a
+      // full half of the ring.
+      a.watermark = 1;
+      a.wakeup_watermark = 1;
+    }
   } else {
     if (!cpuOnline(target.id)) return err(EINVAL, "cpu {} is not online", target.id);
     a.config = PERF_COUNT_SW_CPU_CLOCK;
@@ -471,13 +123,19 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
                target.kind == TargetKind::Thread ? "thread" : "cpu", target.id, anchor.error().reason, paranoidHint());
   }
   auto ring = std::make_unique<RingBuffer>();
-  if (Status s = ring->map(anchor->get(), kRingPages); !s) return s.error();
+  if (Status s = ring->map(anchor->get(), target.inherit ? kInheritRingPages : kRingPages); !s) return s.error();
+  std::unique_ptr<TreeFollower> tree;
+  if (target.inherit) {
+    auto t = TreeFollower::open(target.id, anchor->get(), desc_, *poller_, listener);
+    if (!t) return t.error();
+    tree = std::move(*t);
+  }
   auto watch = std::make_shared<Watch>();
   watch->listener = std::move(listener);
   auto key = poller_->watch(anchor->get(), watch);
   if (!key) return key.error();
-  return std::unique_ptr<TargetPmu>(new PerfTarget(model_, desc_, *poller_, target, tgid, std::move(*anchor),
-                                                   std::move(ring), std::move(watch), *key));
+  return makePerfTarget(model_, desc_, *poller_, target, tgid, std::move(*anchor), std::move(ring), std::move(watch),
+                        *key, std::move(tree));
 }
 
 }  // namespace pfmfs::pmu::perf

@@ -10,6 +10,9 @@
 // no syscall. Overflows: every counter samples with the period that ends at
 // its 64-bit wrap; the kernel writes a record into the target's ring buffer
 // and the poller thread tells the engine, which takes the record.
+// With Target::inherit the set's events are also inherited by the thread's
+// children, and each child's final counts come back as it exits
+// (Inheritance::Aggregate; perf_inherit.h).
 #pragma once
 
 #include <memory>
@@ -50,6 +53,8 @@ class PerfBackend final : public Backend {
   std::uint64_t samplingPeriodNs() const override { return 1'000'000'000; }  // unused: perf interrupts
   bool exclusiveThreads() const override { return false; }  // perf counts any number of sessions per thread
   bool holdsThreads() const override { return false; }
+  // perf's inherited events count the children, switching with the target.
+  Inheritance inheritance() const override { return Inheritance::Aggregate; }
   Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
 
   Model model() const { return model_; }

@@ -5,13 +5,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "pmu/host_info.h"
 #include "pmu/intel_arch_driver.h"
+#include "pmu/perf/perf_poller.h"
+#include "pmu/perf/task_tracker.h"
 #include "pmu/sim/emulated_pmu.h"
 
 namespace pfmfs::pmu::sim {
@@ -28,21 +32,37 @@ std::uint64_t monotonicNs() {
 // and the target's clock. Under the real clock a thread's time is its CPU time
 // (sum_exec_runtime from /proc/TID/schedstat) and a CPU's time is wall time;
 // under the manual clock it is whatever the engine advanced it to.
+//
+// A target with `inherit` holds the TaskTracker of its children and reports
+// them (takeChildEvents); each adopted child is a SimTarget of its own whose
+// real-clock time is its CPU time from its creation (`from_creation`: base
+// 0), not from its adoption, which comes a little later.
 class SimTarget final : public TargetPmu {
  public:
   SimTarget(const SimBackend& backend, std::atomic<std::uint64_t>* writes, const Target& target, pid_t tgid,
-            int schedstat_fd)
+            int schedstat_fd, bool from_creation)
       : backend_(backend),
+        writes_(writes),
         pmu_(backend.description(), backend.events(), writes, backend.skid()),
         driver_(backend.description(), pmu_),
         target_(target),
         tgid_(tgid),
         schedstat_fd_(schedstat_fd) {
-    if (backend_.clock() == ClockKind::Real) base_ = rawTime();
+    if (backend_.clock() == ClockKind::Real && !from_creation) base_ = rawTime();
   }
 
   ~SimTarget() override {
+    // The poller stops calling the listener before the tracker's events close.
+    if (poller_) poller_->unwatch(watch_key_);
     if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
+  }
+
+  void follow(std::unique_ptr<perf::TaskTracker> tracker, perf::Poller* poller, std::shared_ptr<perf::Watch> watch,
+              std::uint64_t watch_key) {
+    tracker_ = std::move(tracker);
+    poller_ = poller;
+    watch_ = std::move(watch);
+    watch_key_ = watch_key;
   }
 
   Status loadSet(const SetImage& image) override {
@@ -58,6 +78,7 @@ class SimTarget final : public TargetPmu {
 
   std::uint64_t timeNs() override {
     if (backend_.clock() == ClockKind::Manual) return pmu_.now();
+    if (frozen_) return std::max(*frozen_, pmu_.now());
     if (held_) return held_at_;
     std::uint64_t raw = rawTime();
     std::uint64_t t = raw >= base_ ? raw - base_ : 0;
@@ -114,11 +135,50 @@ class SimTarget final : public TargetPmu {
 
   bool gone() override { return gone_; }
 
+  void takeChildEvents(std::vector<ChildEvent>& out) override {
+    if (tracker_) tracker_->take(out);
+  }
+
+  // The sim adopts a child even when it is already gone (-ESRCH would leave
+  // the engine without a PMU for the counts of its whole life): under the
+  // real clock its time then stands at 0 until childExited gives the CPU
+  // time it had. The child needs no listener: its own children come through
+  // this target's tracker, and the sim raises its interrupts when the engine
+  // replays time.
+  Result<std::unique_ptr<TargetPmu>> adoptChild(pid_t tid, std::weak_ptr<TargetListener> /*listener*/) override {
+    if (!tracker_) return err(EINVAL, "thread {} does not follow its children (no inherit)", target_.id);
+    // The process from the child's FORK record, which outlives the thread; a
+    // tid is its own process where nothing else says.
+    pid_t tgid = tid;
+    if (auto pid = tracker_->pidOf(tid)) {
+      tgid = *pid;
+    } else if (auto ids = threadIds(tid)) {
+      tgid = ids->tgid;
+    }
+    int fd = -1;
+    if (backend_.clock() == ClockKind::Real)
+      fd = ::open(fmt::format("/proc/{}/schedstat", tid).c_str(), O_RDONLY | O_CLOEXEC);
+    return std::unique_ptr<TargetPmu>(
+        new SimTarget(backend_, writes_, Target{TargetKind::Thread, tid}, tgid, fd, /*from_creation=*/true));
+  }
+
+  // Under the real clock a child's time stops at its exit: at the CPU time
+  // the kernel reported (counted from its creation, like this target's time
+  // when it was adopted), or where it was last read if that is later. A held
+  // child stays where the hold stopped it. The manual clock moves only by
+  // advanceTo.
+  void childExited(std::optional<std::uint64_t> final_time_ns) override {
+    if (backend_.clock() == ClockKind::Manual || frozen_) return;
+    std::uint64_t t = timeNs();
+    if (final_time_ns && !held_ && *final_time_ns >= base_) t = std::max(t, *final_time_ns - base_);
+    frozen_ = t;
+  }
+
  private:
   std::uint64_t rawTime() {
     if (target_.kind == TargetKind::Cpu) return monotonicNs();
     char buf[128];
-    ssize_t n = ::pread(schedstat_fd_, buf, sizeof buf - 1, 0);
+    ssize_t n = schedstat_fd_ >= 0 ? ::pread(schedstat_fd_, buf, sizeof buf - 1, 0) : -1;
     if (n <= 0) {
       gone_ = true;  // the thread has been reaped
       return last_raw_;
@@ -129,6 +189,7 @@ class SimTarget final : public TargetPmu {
   }
 
   const SimBackend& backend_;
+  std::atomic<std::uint64_t>* writes_;
   EmulatedPmu pmu_;
   intel::IntelArchDriver driver_;
   Target target_;
@@ -139,6 +200,13 @@ class SimTarget final : public TargetPmu {
   std::uint64_t held_at_ = 0;
   bool held_ = false;
   bool gone_ = false;
+  std::optional<std::uint64_t> frozen_;  // an adopted child's time after its exit (real clock)
+
+  // inherit: the children's records, and the poller watching them.
+  std::unique_ptr<perf::TaskTracker> tracker_;
+  perf::Poller* poller_ = nullptr;
+  std::shared_ptr<perf::Watch> watch_;
+  std::uint64_t watch_key_ = 0;
 };
 
 }  // namespace
@@ -157,6 +225,18 @@ Result<std::vector<SimEvent>> readEventsFile(const std::string& path, unsigned g
 }
 
 SimBackend::SimBackend(SimOptions options) : options_(std::move(options)) {}
+
+SimBackend::~SimBackend() = default;
+
+Result<perf::Poller*> SimBackend::poller() {
+  std::lock_guard l(poller_mutex_);
+  if (!poller_) {
+    auto p = perf::Poller::create();
+    if (!p) return p.error();
+    poller_ = std::move(*p);
+  }
+  return poller_.get();
+}
 
 Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
   if (Status s = intel::checkShape(options.shape); !s) return s.error();
@@ -186,10 +266,12 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
   return b;
 }
 
-Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target,
-                                                       std::weak_ptr<TargetListener> /*listener*/) {
-  // The sim raises its interrupts when the engine replays time, so it never
-  // needs to call the listener from a thread of its own.
+Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, std::weak_ptr<TargetListener> listener) {
+  // The sim raises its interrupts when the engine replays time; it calls the
+  // listener from a thread of its own only for the records of followed
+  // children (inherit).
+  if (target.inherit && target.kind != TargetKind::Thread)
+    return err(EINVAL, "inherit follows a thread's children: cpu {} has none", target.id);
   pid_t tgid = 0;
   int fd = -1;
   if (target.kind == TargetKind::Thread) {
@@ -203,7 +285,23 @@ Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target,
   } else if (!cpuOnline(target.id)) {
     return err(EINVAL, "cpu {} is not online", target.id);
   }
-  return std::unique_ptr<TargetPmu>(new SimTarget(*this, &msr_writes_, target, tgid, fd));
+  std::unique_ptr<SimTarget> t(new SimTarget(*this, &msr_writes_, target, tgid, fd, /*from_creation=*/false));
+  if (target.inherit) {
+    // A poller under either clock: the engine drains the records when told,
+    // so that a child's exit is handled even when nobody reads a file (under
+    // the manual clock that moves no time). The poller is made before the
+    // tracker opens: made by a followed thread, it would be one of its children.
+    auto p = poller();
+    if (!p) return p.error();
+    auto tracker = perf::TaskTracker::open(target.id);
+    if (!tracker) return tracker.error();
+    auto watch = std::make_shared<perf::Watch>();
+    watch->listener = std::move(listener);
+    auto key = (*p)->watch((*tracker)->pollFd(), watch);
+    if (!key) return key.error();
+    t->follow(std::move(*tracker), *p, std::move(watch), *key);
+  }
+  return std::unique_ptr<TargetPmu>(std::move(t));
 }
 
 }  // namespace pfmfs::pmu::sim

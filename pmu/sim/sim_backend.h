@@ -1,17 +1,26 @@
 // The sim backend: an emulated Intel architectural-perfmon PMU per attached
 // target (SPEC §4), driven by the shared MSR-level driver. Under the manual
 // clock every count is exact, which is what the tests stand on.
+//
+// With `inherit` (Inheritance::Adopt) a thread target follows its children
+// through perf task records (perf::TaskTracker); each child the engine adopts
+// gets an emulated PMU of its own, whose time starts at the child's creation.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "pmu/backend.h"
 #include "pmu/intel_arch_perfmon.h"
 #include "pmu/sim/event_stream.h"
+
+namespace pfmfs::pmu::perf {
+class Poller;
+}
 
 namespace pfmfs::pmu::sim {
 
@@ -39,6 +48,7 @@ class SimBackend final : public Backend {
   // -EINVAL for a shape out of range, an event the shape cannot count, or a
   // skid above kMaxSkid.
   static Result<std::unique_ptr<SimBackend>> create(SimOptions options);
+  ~SimBackend() override;
 
   std::string name() const override { return "sim"; }
   const PmuDescription& description() const override { return desc_; }
@@ -46,6 +56,10 @@ class SimBackend final : public Backend {
   bool interruptsOnOverflow() const override { return options_.interrupts; }
   std::uint64_t samplingPeriodNs() const override { return sampling_period_ns_; }
   bool exclusiveThreads() const override { return true; }
+  Inheritance inheritance() const override { return Inheritance::Adopt; }
+  // A thread target with `inherit` follows its children (TargetPmu::
+  // takeChildEvents, adoptChild); a cpu target with it is -EINVAL. Where perf
+  // cannot follow them (perf_event_paranoid), the kernel's error.
   Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
 
   const std::vector<SimEvent>& events() const { return options_.events; }
@@ -56,11 +70,18 @@ class SimBackend final : public Backend {
 
  private:
   explicit SimBackend(SimOptions options);
+  Result<perf::Poller*> poller();
 
   SimOptions options_;
   PmuDescription desc_;
   std::uint64_t sampling_period_ns_ = 0;
   std::atomic<std::uint64_t> msr_writes_{0};
+  // The thread that calls a target's listener when its children's records
+  // arrive, so that an exit is handled even when nobody reads a file. Made at
+  // the first attach with inherit; targets hold it by pointer, so it lives as
+  // long as the backend.
+  std::mutex poller_mutex_;
+  std::unique_ptr<perf::Poller> poller_;
 };
 
 }  // namespace pfmfs::pmu::sim
