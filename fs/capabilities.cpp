@@ -12,10 +12,14 @@
 namespace pfmfs::fs {
 
 std::vector<int> capabilitiesNeeded(const std::string& backend) {
-  // The sim backend reads only world-readable /proc files: nothing stays
-  // effective. (pfmfsd keeps CAP_SYS_ADMIN dormant for every backend, to
+  // The sim backend counts from world-readable /proc files, but follows a
+  // target's children (flags inherit) with perf's task records: the kernel
+  // gives those on another user's thread, or on a root process (whose
+  // capabilities a capability-less daemon does not hold), only with
+  // CAP_SYS_PTRACE, and where perf_event_paranoid is 3 only with
+  // CAP_PERFMON. (pfmfsd keeps CAP_SYS_ADMIN dormant for every backend, to
   // unmount at exit: that is dropCapabilities' `dormant`, not this list.)
-  if (backend == "sim") return {};
+  if (backend == "sim") return {CAP_PERFMON, CAP_SYS_PTRACE};
   // perf: CAP_PERFMON lifts perf_event_paranoid for the daemon (system-wide
   // events, kernel-level counting, and any counting at all where paranoid is
   // 3) and CAP_SYS_PTRACE lets it open events on other users' threads. Who

@@ -495,6 +495,9 @@ std::string formatState(const session::StateInfo& s) {
   std::string extra;
   if (s.exited) extra += " exited=1";
   if (s.unscheduled_ns) extra += fmt::format(" unscheduled_ns={}", s.unscheduled_ns);
+  // inherit: children followed now, and the exited ones whose counts were
+  // added (merged) or not (dropped: the session was reprogrammed since).
+  if (s.inherit) extra += fmt::format(" followed={} merged={} dropped={}", s.followed, s.merged, s.dropped);
   return fmt::format("state={} mode={} target={} set={} queued={} lost={}{}\n", session::toString(s.state),
                      session::toString(s.mode), s.target ? fmt::format("{}", *s.target) : std::string("-"), s.set,
                      s.queued, s.lost, extra);
@@ -502,9 +505,14 @@ std::string formatState(const session::StateInfo& s) {
 
 std::string formatCounts(const std::vector<session::CountLine>& lines) {
   std::string out;
-  for (const auto& c : lines)
-    out += fmt::format("set={} pmd={} value={} enabled_ns={} running_ns={} scaled={}\n", c.set, c.pmd, c.value,
-                       c.enabled_ns, c.running_ns, c.scaled ? fmt::format("{}", *c.scaled) : std::string("-"));
+  auto number = [](const std::optional<std::uint64_t>& v) { return v ? fmt::format("{}", *v) : std::string("-"); };
+  for (const auto& c : lines) {
+    out += fmt::format("set={} pmd={} value={} enabled_ns={} running_ns={} scaled={}", c.set, c.pmd, c.value,
+                       c.enabled_ns, c.running_ns, number(c.scaled));
+    // inherit: what exited children counted, and the estimate of the whole tree.
+    if (c.children) out += fmt::format(" children={} total_scaled={}", *c.children, number(c.total_scaled));
+    out += '\n';
+  }
   return out;
 }
 

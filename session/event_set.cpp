@@ -24,7 +24,8 @@ void EventSet::apply(const PmdWrite& w) {
   int slot = desc_.pmdSlot(w.index);
   assert(slot >= 0);
   PmdState& p = pmds_[static_cast<std::size_t>(slot)];
-  p.value = w.value;
+  p.value = p.initial = w.value;
+  p.children = 0;  // a written value starts the count afresh, children's part included
   p.written = true;
   if (w.long_reset) p.long_reset = *w.long_reset;
   if (w.short_reset) p.short_reset = *w.short_reset;

@@ -38,6 +38,7 @@ Session::Session(Engine& engine, std::string name, uid_t uid, gid_t gid)
       uid_(uid),
       gid_(gid),
       interrupts_(engine.backend().interruptsOnOverflow()),
+      aggregate_(engine.backend().inheritance() == pmu::Inheritance::Aggregate),
       messages_(engine.options().max_messages),
       random_(0x9e3779b97f4a7c15ull) {  // fixed seed: random resets repeat run after run
   sets_.emplace(std::piecewise_construct, std::forward_as_tuple(0), std::forward_as_tuple(0, desc_));
@@ -47,6 +48,7 @@ Session::~Session() {
   // The engine unloads sessions before it lets go of them; this only keeps
   // hardware from counting for nobody should that ever be skipped.
   if (pmu_) pmu_->disable();
+  for (auto& f : followers_) f->pmu->disable();
 }
 
 Status Session::fail(Error e) {
@@ -96,6 +98,8 @@ Status Session::setMode(Mode m) {
   if (ever_loaded_) return fail(err(EBUSY, "mode can only be set before the first load"));
   if (m == Mode::System && flags_.notify_block)
     return fail(err(EINVAL, "system-wide sessions cannot use notify_block"));
+  if (m == Mode::System && flags_.inherit)
+    return fail(err(EINVAL, "system-wide sessions cannot use inherit: it follows a thread's children"));
   mode_ = m;
   return {};
 }
@@ -112,6 +116,10 @@ Status Session::setFlags(const Flags& f) {
     return fail(err(EINVAL, "notify_block holds a thread: not possible in system mode"));
   if (f.notify_block && !engine_.backend().holdsThreads())
     return fail(err(EINVAL, "notify_block holds a thread: the {} backend cannot stop one", engine_.backend().name()));
+  if (f.inherit && mode_ == Mode::System)
+    return fail(err(EINVAL, "inherit follows a thread's children: not possible in system mode"));
+  if (f.inherit && engine_.backend().inheritance() == pmu::Inheritance::None)
+    return fail(err(EOPNOTSUPP, "inherit: the {} backend cannot follow a thread's children", engine_.backend().name()));
   flags_ = f;
   return {};
 }
@@ -137,7 +145,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     if (!ids) return fail(err(ESRCH, "no thread {}", target));
     if ((ids->uid != caller.uid || ids->euid != caller.uid) && !caller.may_monitor_any_thread)
       return fail(err(EPERM, "thread {} belongs to uid {}: monitoring it needs root or CAP_SYS_PTRACE", target, ids->uid));
-    t = pmu::Target{pmu::TargetKind::Thread, target};
+    t = pmu::Target{pmu::TargetKind::Thread, target, flags_.inherit};
     target_pid_ = ids->tgid;
   } else {
     if (!caller.may_system_wide)
@@ -159,6 +167,10 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   state_ = State::Loaded;
   ever_loaded_ = true;
   exited_ = false;
+  target_exited_ = false;
+  ++control_gen_;
+  tree_now_ = 0;
+  target_last_time_ = pmu_->timeNs();
   ovfl_tokens_ = engine_.options().overflow_burst;
   ovfl_tokens_at_ = 0;
   active_set_ = first;
@@ -180,14 +192,17 @@ Status Session::retire() {
 }
 
 void Session::unloadLocked(bool exited) {
-  catchUpTo(pmu_->timeNs());
+  catchUpNow();
   if (counting() && !interrupts_) sampleActive();
   takeOverflowInSkid();
-  pmu_->disable();
-  if (counting()) foldActive();
-  if (held_) pmu_->hold(false);
-  held_ = false;
+  disableAll();
+  if (counting()) foldAll();
+  releaseHolds();
   pending_resets_ = 0;
+  // Children still followed are followed no more: their counts are not
+  // final, so they are not merged.
+  dropFollowers();
+  target_exited_ = false;
   engine_.noTicks(this);
   engine_.releaseTarget(mode_, target_.id, this);
   pmu_.reset();
@@ -202,7 +217,10 @@ void Session::unloadLocked(bool exited) {
 
 void Session::targetGone() {
   Op op(*this);
-  if (loaded()) unloadLocked(true);
+  if (!loaded()) return;
+  // Children it created just before it exited are followed still.
+  drainChildEvents();
+  if (loaded()) targetExitedLocked();
 }
 
 std::optional<pmu::Target> Session::loadedTarget() const {
@@ -240,15 +258,23 @@ Status Session::start(std::optional<unsigned> set) {
 
 Status Session::startCounting() {
   // Bring the hardware to the present first: nothing counted while stopped.
-  std::uint64_t now = pmu_->advanceTo(pmu_->timeNs());
+  std::uint64_t now = 0;
+  if (treeClock()) {
+    catchUpTree();  // not counting: the time each thread ran while stopped is not the session's
+    now = tree_now_;
+  } else {
+    now = advanceAll(pmu_->timeNs());
+  }
   counted_to_ = now;
   last_sample_ = now;
-  if (Status st = programActive(); !st) {
+  Status st = prepareSets();
+  if (st) st = programAll();
+  if (!st) {
     state_ = State::Loaded;
     return st;
   }
   state_ = State::Active;
-  pmu_->enable();
+  enableAll();
   if (engine_.backend().clock() == pmu::ClockKind::Real) engine_.wantTicks(shared_from_this());
   return {};
 }
@@ -267,11 +293,10 @@ void Session::stopCounting() {
   if (counting() && !interrupts_) sampleActive();
   takeOverflowInSkid();
   if (counting()) {
-    pmu_->disable();
-    foldActive();
+    disableAll();
+    foldAll();
   }
-  if (held_) pmu_->hold(false);
-  held_ = false;
+  releaseHolds();
   pending_resets_ = 0;
   state_ = State::Loaded;
   engine_.noTicks(this);
@@ -287,10 +312,18 @@ Status Session::stop() {
 Status Session::restart() {
   Op op(*this);
   if (state_ != State::Masked) return fail(err(EBUSY, "nothing to restart: no overflow notification is pending"));
-  if (EventSet* s = findSet(pending_set_)) resetPmds(*s, pending_resets_, true);
+  if (EventSet* s = findSet(pending_set_)) {
+    // The resets are the overflowing thread's; a child that exited since
+    // has nothing left to reset.
+    if (pending_tid_ == 0) {
+      if (!target_exited_) resetPmds(Counters{pmu_.get(), nullptr}, *s, pending_resets_, true);
+    } else {
+      for (auto& f : followers_)
+        if (f->tid == pending_tid_) resetPmds(Counters{f->pmu.get(), f.get()}, *s, pending_resets_, true);
+    }
+  }
   pending_resets_ = 0;
-  if (held_) pmu_->hold(false);
-  held_ = false;
+  releaseHolds();
   // The set's activation goes on: no new run.
   if (Status st = startCounting(); !st) return fail(st.error());
   return {};
@@ -373,6 +406,10 @@ StateInfo Session::state() {
   i.lost = messages_.lost();
   i.exited = exited_;
   if (loaded()) i.unscheduled_ns = pmu_->unscheduledNs();
+  i.inherit = flags_.inherit;
+  i.followed = followers_.size() + aggregate_children_.size();
+  i.merged = merged_;
+  i.dropped = dropped_;
   return i;
 }
 
@@ -397,9 +434,15 @@ std::vector<CountLine> Session::counts() {
       c.value = values_[slot];
       c.enabled_ns = enabled_ns_;
       c.running_ns = s.duration_ns;
-      if (c.running_ns != 0) {
-        unsigned __int128 scaled = static_cast<unsigned __int128>(c.value) * c.enabled_ns / c.running_ns;
-        c.scaled = scaled > pmu::kNever ? pmu::kNever : static_cast<std::uint64_t>(scaled);
+      auto scale = [&c](std::uint64_t v) -> std::optional<std::uint64_t> {
+        if (c.running_ns == 0) return std::nullopt;
+        unsigned __int128 scaled = static_cast<unsigned __int128>(v) * c.enabled_ns / c.running_ns;
+        return scaled > pmu::kNever ? pmu::kNever : static_cast<std::uint64_t>(scaled);
+      };
+      c.scaled = scale(c.value);
+      if (flags_.inherit) {
+        c.children = s.pmd(slot).children;
+        c.total_scaled = scale(saturatingAdd(c.value, *c.children));
       }
       out.push_back(c);
     }
@@ -435,7 +478,10 @@ void Session::queueMessage(const Message& m) {
 
 void Session::advanceBy(std::uint64_t ns) {
   Op op(*this);
-  if (!loaded() || held_) return;  // a held thread's time stands still
+  if (!loaded()) return;
+  // Children created before this advance move with it: their news first.
+  drainChildEvents();
+  if (!loaded() || anyHeld()) return;  // a held thread's time stands still
   catchUpTo(saturatingAdd(pmu_->timeNs(), ns));
 }
 

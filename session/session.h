@@ -54,6 +54,11 @@ struct StateInfo {
   std::uint64_t lost = 0;
   bool exited = false;         // the monitored thread exited and unloaded the session
   std::uint64_t unscheduled_ns = 0;  // time the backend could not count the active set (perf's multiplexing)
+  // With flags inherit (SPEC §3.4):
+  bool inherit = false;
+  std::size_t followed = 0;   // children followed now
+  std::uint64_t merged = 0;   // exited children whose counts were added to `children`
+  std::uint64_t dropped = 0;  // exited children whose counts were not (the session was reprogrammed since)
 };
 
 struct SetInfo {
@@ -87,6 +92,10 @@ struct CountLine {
   std::uint64_t enabled_ns = 0;      // time the session was active and counting
   std::uint64_t running_ns = 0;      // time this set was active and counting
   std::optional<std::uint64_t> scaled;  // value * enabled / running; none if running == 0
+  // With flags inherit: what followed children that exited counted in this
+  // PMD, and the estimate of the whole tree, (value + children) * enabled / running.
+  std::optional<std::uint64_t> children;
+  std::optional<std::uint64_t> total_scaled;
 };
 
 class Session final : public std::enable_shared_from_this<Session>, private pmu::TargetListener {
@@ -156,11 +165,50 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::optional<pmu::Target> loadedTarget() const;
 
  private:
-  // TargetListener: from a backend's own thread (an overflow, the target gone).
+  // TargetListener: from a backend's own thread (an overflow, the target gone,
+  // a child created or exited).
   void attention() override;
 
   // The lock, and the observer call made after it is released.
   class Op;
+
+  // A child the session follows (flags inherit, an Adopt backend): its own
+  // PMU, driven like the target's, with its own values of every PMD of every
+  // set. See session_children.cpp.
+  struct Follower {
+    struct Pmd {
+      std::uint64_t value = 0;          // 64-bit; upper bits only while on the hardware
+      std::uint64_t sampled_hw = 0;     // no-interrupt backends
+      std::uint64_t segment_start = 0;  // the value since which `events` has not counted
+      std::uint64_t events = 0;         // counted before segment_start (resets cut segments)
+    };
+    pid_t pid = 0;
+    pid_t tid = 0;
+    std::unique_ptr<pmu::TargetPmu> pmu;
+    std::uint64_t generation = 0;  // control_gen_ when it was created
+    std::uint64_t origin = 0;      // manual clock: the session time it was created at (its time 0)
+    std::uint64_t last_time = 0;   // real clock: its time at the last catch-up
+    bool held = false;             // notify_block
+    std::map<std::uint16_t, std::vector<Pmd>> sets;
+  };
+
+  // One thread whose counters run with the session's: the target (f null) or
+  // a follower.
+  struct Counters {
+    pmu::TargetPmu* pmu = nullptr;
+    Follower* f = nullptr;
+  };
+  // The target while it counts (on an Aggregate backend, also after it
+  // exited: its PMU carries the children's), then every follower.
+  template <class Fn>
+  void forEachDriven(Fn&& fn) {
+    if (pmu_ && (!target_exited_ || aggregate_)) fn(Counters{pmu_.get(), nullptr});
+    for (auto& f : followers_) fn(Counters{f->pmu.get(), f.get()});
+  }
+  std::uint64_t& valueOf(Counters c, EventSet& s, std::size_t slot);
+  std::uint64_t& sampledOf(Counters c, EventSet& s, std::size_t slot);
+  bool anyHeld() const;
+  void releaseHolds();
 
   EventSet* findSet(unsigned id);
   Status fail(Error e);
@@ -169,22 +217,35 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   EventSet& activeSet();
   std::uint64_t effectiveTimeout(const SwitchSpec& s) const;
 
-  // Time and hardware.
-  void catchUp();                     // to the target's present time
-  void catchUpTo(std::uint64_t t_end);
+  // Time and hardware (session_time.cpp).
+  void catchUp();                     // to the present, children's news first
+  void catchUpNow();                  // to the present, time only
+  void catchUpTo(std::uint64_t t_end);  // lockstep: every thread on the session's time
+  void catchUpTree();                 // real clock with followers: each thread on its own
+  std::uint64_t catchUpThread(Counters c);
+  std::uint64_t advanceAll(std::uint64_t t);
+  std::uint64_t nextOverflowAll();
+  bool treeClock() const;
   void accountTo(std::uint64_t t);
   void drainOverflows();
+  void drainOverflows(Counters c);
   bool takeOverflowToken();           // false: the session has used up its overflow budget
   void mask();                        // stop counting until restart
-  void handleHwOverflow(const pmu::HwOverflow& o);
-  void handleUserOverflow(pmu::RegMask pmds, const pmu::HwOverflow& o);
+  void handleHwOverflow(Counters c, const pmu::HwOverflow& o);
+  void handleUserOverflow(Counters c, pmu::RegMask pmds, const pmu::HwOverflow& o);
   void sampleActive();                // no-interrupt backends: catch wraps
+  void sampleThread(Counters c);
   void takeOverflowInSkid();          // before the active set leaves the PMU
-  void readHw(pmu::RegMask pmds);
-  void foldActive();                  // hardware bits into the active set's image
-  Status programActive();             // the active set onto the hardware (counting disabled)
+  void takeOverflowInSkid(Counters c);
+  void readHw(Counters c, pmu::RegMask pmds);
+  void foldActive(Counters c);        // hardware bits into the active set's values
+  void foldAll();
+  Status programActive(Counters c);   // the active set onto one thread's hardware (counting disabled)
+  Status programAll();
+  void enableAll();
+  void disableAll();
   void haltCounting(const Error& e);  // the backend refused a set while counting
-  void resetPmds(EventSet& set, pmu::RegMask pmds, bool long_reset);
+  void resetPmds(Counters c, EventSet& set, pmu::RegMask pmds, bool long_reset);
   std::uint64_t resetValue(const PmdState& p, bool long_reset);
   void switchTo(EventSet& next);
   EventSet& nextSet();
@@ -194,12 +255,23 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void queueMessage(const Message& m);
   void liveValues(const EventSet& set, pmu::RegMask pmds);
 
+  // Inheritance (session_children.cpp).
+  bool followingChildren() const { return !followers_.empty() || !aggregate_children_.empty(); }
+  void drainChildEvents();
+  void adoptFollower(const pmu::ChildEvent& e);
+  void finishFollower(std::size_t i, std::optional<std::uint64_t> final_time_ns);
+  void aggregateExited(const pmu::ChildEvent& e);
+  void targetExitedLocked();
+  Status prepareSets();
+  void dropFollowers();
+
   Engine& engine_;
   const pmu::PmuDescription& desc_;
   const std::string name_;
   const uid_t uid_;
   const gid_t gid_;
   const bool interrupts_;
+  const bool aggregate_;  // inheritance: the backend counts children itself (perf)
 
   mutable std::mutex mutex_;  // guards everything below
   Mode mode_ = Mode::Thread;
@@ -232,8 +304,20 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::uint16_t pending_set_ = 0;       // masked: the set whose PMDs restart resets
   pmu::RegMask pending_resets_ = 0;
 
+  // Inheritance, while loaded.
+  bool target_exited_ = false;           // the target is gone, children still followed
+  std::uint64_t control_gen_ = 0;        // a new value at every load and PMC write
+  std::vector<std::unique_ptr<Follower>> followers_;
+  std::map<pid_t, std::uint64_t> aggregate_children_;  // Aggregate: tid -> generation at creation
+  std::vector<pmu::ChildEvent> child_events_;         // scratch
+  std::uint64_t tree_now_ = 0;           // treeClock(): the session's time, CPU time of every followed thread
+  std::uint64_t target_last_time_ = 0;   // treeClock(): the target's time at the last catch-up
+  pid_t pending_tid_ = 0;                // masked: the thread whose PMDs restart resets (0: the target)
+
   // Across loads.
   std::uint64_t enabled_ns_ = 0;
+  std::uint64_t merged_ = 0;   // children's results added
+  std::uint64_t dropped_ = 0;  // children's results not added
   std::mt19937_64 random_;
 };
 

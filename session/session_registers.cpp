@@ -1,6 +1,8 @@
 // A session's registers: PMC and PMD writes (one, or a whole regs file,
 // all-or-nothing), and their reads, live while their set counts. The rest of
 // Session is in session.cpp and session_time.cpp.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "session/engine.h"
@@ -32,6 +34,8 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
                                                     : checkPmdWrite(desc_, std::get<PmdWrite>(w));
     if (!st) return fail(st.error());
   }
+  const bool reprograms = std::any_of(writes.begin(), writes.end(),
+                                      [](const RegWrite& w) { return std::holds_alternative<PmcWrite>(w); });
   bool live = false;
   if (counting()) {
     catchUp();
@@ -39,18 +43,25 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
     s = findSet(set);
     if (counting() && s->id() == active_set_) takeOverflowInSkid();
     live = counting() && s->id() == active_set_;
+    // perf's inherited events of any set are reopened by a PMC write, which
+    // takes counting off the PMU too.
+    if (aggregate_ && reprograms && flags_.inherit) live = counting();
     if (live) {
-      pmu_->disable();
-      foldActive();
+      disableAll();
+      foldAll();
     }
   }
   for (const auto& w : writes) std::visit([s](const auto& x) { s->apply(x); }, w);
+  // A new control: children created before it are not merged (SPEC §3.4).
+  if (reprograms && loaded()) ++control_gen_;
   if (live) {
-    if (Status st = programActive(); !st) {
+    Status st = prepareSets();
+    if (st) st = programAll();
+    if (!st) {
       haltCounting(st.error());
       return Status(err(-st.code(), "{}", error_));
     }
-    pmu_->enable();
+    enableAll();
   }
   return {};
 }
@@ -69,8 +80,10 @@ Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
 // counting (one backend read for all of them), the image otherwise.
 void Session::liveValues(const EventSet& set, RegMask pmds) {
   values_.resize(desc_.pmds.size());
-  RegMask live = counting() && set.id() == active_set_ ? pmds & set.usedPmds() : 0;
-  if (live) readHw(live);
+  // The target's own values: live while its set counts, folded once it exited.
+  const bool on_hw = counting() && set.id() == active_set_ && (!target_exited_ || aggregate_);
+  RegMask live = on_hw ? pmds & set.usedPmds() : 0;
+  if (live) readHw(Counters{pmu_.get(), nullptr}, live);
   // A counter whose interrupt is in skid has wrapped: the carry its interrupt
   // will add is already counted (reads never run backwards).
   RegMask skid = live && interrupts_ ? pmu_->overflowsInSkid() & live : 0;

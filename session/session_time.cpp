@@ -1,7 +1,10 @@
-// A session's time: catching the target up to the present one event at a
+// A session's time: catching its threads up to the present one event at a
 // time (set switches, overflow interrupts, samples), time accounting, 64-bit
 // emulation on hardware overflows, overflow processing (messages, masking,
-// resets) and set switching. The rest of Session is in session.cpp.
+// resets) and set switching. The threads are the target and, with inherit,
+// the children it is followed into (session_children.cpp); every set switch,
+// stop and mask applies to all of them at once. The rest of Session is in
+// session.cpp.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -15,20 +18,67 @@ namespace pfmfs::session {
 using pmu::regBit;
 using pmu::RegMask;
 
+// ---- threads -----------------------------------------------------------------------
+
+std::uint64_t& Session::valueOf(Counters c, EventSet& s, std::size_t slot) {
+  return c.f ? c.f->sets[s.id()][slot].value : s.pmd(slot).value;
+}
+
+std::uint64_t& Session::sampledOf(Counters c, EventSet& s, std::size_t slot) {
+  return c.f ? c.f->sets[s.id()][slot].sampled_hw : s.pmd(slot).sampled_hw;
+}
+
+bool Session::anyHeld() const {
+  if (held_) return true;
+  for (const auto& f : followers_)
+    if (f->held) return true;
+  return false;
+}
+
+void Session::releaseHolds() {
+  if (held_ && pmu_) pmu_->hold(false);
+  held_ = false;
+  for (auto& f : followers_) {
+    if (f->held) f->pmu->hold(false);
+    f->held = false;
+  }
+}
+
+// Real clock with an Adopt backend and inherit: the threads run on their own
+// CPU time, and the session's time is the sum of theirs (tree time), so that
+// a shell waiting for its children still switches sets while they run.
+bool Session::treeClock() const {
+  return flags_.inherit && mode_ == Mode::Thread && !aggregate_ &&
+         engine_.backend().clock() == pmu::ClockKind::Real;
+}
+
 // ---- time, overflows, switching ---------------------------------------------------
 
 void Session::catchUp() {
   if (!loaded()) return;
-  catchUpTo(pmu_->timeNs());
+  drainChildEvents();
+  if (!loaded()) return;
+  catchUpNow();
   // A backend that notices its target is gone (the sim's real clock reading a
-  // reaped thread's CPU time) unloads the session whatever its state.
-  if (loaded() && pmu_->gone()) unloadLocked(true);
+  // reaped thread's CPU time, perf's hangup) ends the target's part.
+  if (loaded() && !target_exited_ && pmu_->gone()) targetExitedLocked();
 }
 
-// Moves the target to t_end one event at a time: the next set switch, the next
-// overflow interrupt, the next sample, whichever is first. For the sim this
-// replays every event at its exact instant; hardware backends reach the
-// present in one step.
+void Session::catchUpNow() {
+  if (!loaded()) return;
+  if (treeClock()) {
+    catchUpTree();
+  } else {
+    catchUpTo(pmu_->timeNs());
+  }
+}
+
+// Lockstep: every thread is on the session's time, the target's (under the
+// manual clock, followers at that time minus their creation). Moves them to
+// t_end one event at a time: the next set switch, the next overflow
+// interrupt, the next sample, whichever is first. For the sim this replays
+// every event at its exact instant; hardware backends reach the present in
+// one step.
 void Session::catchUpTo(std::uint64_t t_end) {
   const std::uint64_t period = engine_.backend().samplingPeriodNs();
   while (loaded()) {
@@ -39,9 +89,9 @@ void Session::catchUpTo(std::uint64_t t_end) {
         std::uint64_t timeout = effectiveTimeout(sw);
         t_next = std::min(t_next, saturatingAdd(counted_to_, timeout > set_elapsed_ ? timeout - set_elapsed_ : 0));
       }
-      t_next = std::min(t_next, interrupts_ ? pmu_->nextOverflowNs() : saturatingAdd(last_sample_, period));
+      t_next = std::min(t_next, interrupts_ ? nextOverflowAll() : saturatingAdd(last_sample_, period));
     }
-    std::uint64_t t = pmu_->advanceTo(t_next);
+    std::uint64_t t = advanceAll(t_next);
     accountTo(t);
     drainOverflows();
     if (counting() && !interrupts_ && t >= saturatingAdd(last_sample_, period)) sampleActive();
@@ -55,8 +105,59 @@ void Session::catchUpTo(std::uint64_t t_end) {
       takeOverflowInSkid();
       if (time_is_up()) switchTo(nextSet());
     }
-    if (t >= t_end || held_) break;
+    if (t >= t_end || anyHeld()) break;
   }
+}
+
+// The target's clock leads (after it exited too: the sim's manual clock runs
+// on with its counters off); followers exist in lockstep only under the
+// manual clock, where a child created at session time `origin` is at t-origin.
+std::uint64_t Session::advanceAll(std::uint64_t t) {
+  std::uint64_t now = pmu_->advanceTo(t);
+  for (auto& f : followers_) f->pmu->advanceTo(now > f->origin ? now - f->origin : 0);
+  return now;
+}
+
+std::uint64_t Session::nextOverflowAll() {
+  std::uint64_t next = pmu_->nextOverflowNs();
+  for (auto& f : followers_) next = std::min(next, saturatingAdd(f->origin, f->pmu->nextOverflowNs()));
+  return next;
+}
+
+// Tree time: each thread to its own present, its overflows taken at their
+// instants in its own time; the session's time grows by what they all ran.
+// Switches come at catch-ups (the engine's tick), as on hardware.
+void Session::catchUpTree() {
+  std::uint64_t grown = 0;
+  forEachDriven([&](Counters c) { grown = saturatingAdd(grown, catchUpThread(c)); });
+  if (!loaded()) return;
+  tree_now_ = saturatingAdd(tree_now_, grown);
+  accountTo(tree_now_);
+  const std::uint64_t period = engine_.backend().samplingPeriodNs();
+  if (counting() && !interrupts_ && tree_now_ >= saturatingAdd(last_sample_, period)) sampleActive();
+  auto time_is_up = [this] {
+    const SwitchSpec& sw = activeSet().switch_spec;
+    return counting() && sw.on_time && set_elapsed_ >= effectiveTimeout(sw);
+  };
+  if (time_is_up()) {
+    takeOverflowInSkid();
+    if (time_is_up()) switchTo(nextSet());
+  }
+}
+
+// One thread to its present; returns how far its time moved since the last call.
+std::uint64_t Session::catchUpThread(Counters c) {
+  std::uint64_t& last = c.f ? c.f->last_time : target_last_time_;
+  const std::uint64_t now = c.pmu->timeNs();
+  while (loaded()) {
+    std::uint64_t t_next = counting() && interrupts_ ? std::min(now, c.pmu->nextOverflowNs()) : now;
+    std::uint64_t t = c.pmu->advanceTo(t_next);
+    drainOverflows(c);
+    if (t >= now || t_next >= now) break;
+  }
+  std::uint64_t moved = now > last ? now - last : 0;
+  last = std::max(last, now);
+  return moved;
 }
 
 void Session::accountTo(std::uint64_t t) {
@@ -69,10 +170,14 @@ void Session::accountTo(std::uint64_t t) {
 }
 
 void Session::drainOverflows() {
+  forEachDriven([&](Counters c) { drainOverflows(c); });
+}
+
+void Session::drainOverflows(Counters c) {
   while (loaded()) {
-    auto o = pmu_->takeOverflow();
+    auto o = c.pmu->takeOverflow();
     if (!o) break;
-    handleHwOverflow(*o);
+    handleHwOverflow(c, *o);
   }
 }
 
@@ -89,16 +194,18 @@ bool Session::takeOverflowToken() {
 }
 
 void Session::mask() {
-  pmu_->disable();
-  foldActive();
+  disableAll();
+  foldAll();
   state_ = State::Masked;
   engine_.noTicks(this);
 }
 
 // A counter wrapped at 2^width: the software bits grow by 2^width. A wrap of
 // the 64-bit value (or any wrap under no_emul64) is a user-visible overflow.
-void Session::handleHwOverflow(const pmu::HwOverflow& o) {
-  if (!counting()) return;
+void Session::handleHwOverflow(Counters c, const pmu::HwOverflow& o) {
+  // A follower's interrupt can come after another thread's notification
+  // masked the session at the same instant: its carry still counts.
+  if (!counting() && !(c.f && state_ == State::Masked)) return;
   EventSet& s = activeSet();
   RegMask user = 0;
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
@@ -109,13 +216,19 @@ void Session::handleHwOverflow(const pmu::HwOverflow& o) {
       user |= bit;
       continue;
     }
-    PmdState& p = s.pmd(slot);
+    std::uint64_t& value = valueOf(c, s, slot);
     std::uint64_t mask = d.widthMask();
-    std::uint64_t upper = (p.value & ~mask) + (mask + 1);  // wraps to 0 past 2^64
-    p.value = upper | (p.value & mask);
+    std::uint64_t upper = (value & ~mask) + (mask + 1);  // wraps to 0 past 2^64
+    value = upper | (value & mask);
     if (upper == 0) user |= bit;
   }
   if (!user) return;
+  if (!counting()) {
+    // Masked already: no second notification; its counters take their
+    // short reset, loaded at restart, so that sampling goes on.
+    resetPmds(c, s, user, false);
+    return;
+  }
   if (!takeOverflowToken()) {
     // The carries above keep the counts right; only the overflow processing
     // (messages, resets, switches) stops until restart.
@@ -127,10 +240,10 @@ void Session::handleHwOverflow(const pmu::HwOverflow& o) {
         engine_.options().overflow_burst, engine_.options().overflow_refill_ns);
     return;
   }
-  handleUserOverflow(user, o);
+  handleUserOverflow(c, user, o);
 }
 
-void Session::handleUserOverflow(RegMask pmds, const pmu::HwOverflow& o) {
+void Session::handleUserOverflow(Counters c, RegMask pmds, const pmu::HwOverflow& o) {
   EventSet& s = activeSet();
   s.ovfl_pmds = pmds;
   RegMask resets = pmds, notify = 0;
@@ -144,13 +257,15 @@ void Session::handleUserOverflow(RegMask pmds, const pmu::HwOverflow& o) {
     if (s.switch_spec.on_ovfl && p.switch_left > 0 && --p.switch_left == 0) do_switch = true;
   }
   if (notify) {
-    // Mask: counting stops here and the resets wait for restart.
+    // Mask: counting stops here, in every followed thread, and the resets
+    // (of the thread that overflowed) wait for restart.
     pending_set_ = s.id();
     pending_resets_ = resets;
+    pending_tid_ = c.f ? c.f->tid : 0;
     mask();
     if (flags_.notify_block && mode_ == Mode::Thread) {
-      pmu_->hold(true);
-      held_ = true;
+      c.pmu->hold(true);
+      (c.f ? c.f->held : held_) = true;
     }
     if (flags_.no_msg) {
       // No message, but pollers (libpfm-compat's signal thread) must still hear of it.
@@ -160,14 +275,14 @@ void Session::handleUserOverflow(RegMask pmds, const pmu::HwOverflow& o) {
       m.type = MessageType::Overflow;
       m.set = s.id();
       m.pmds = notify;
-      m.pid = o.pid;
-      m.tid = o.tid;
+      m.pid = c.f ? c.f->pid : o.pid;
+      m.tid = c.f ? c.f->tid : o.tid;
       m.cpu = o.cpu;
       m.ip = o.ip;
       queueMessage(m);
     }
   } else {
-    resetPmds(s, resets, false);
+    resetPmds(c, s, resets, false);
   }
   if (do_switch) switchTo(nextSet());
 }
@@ -178,49 +293,68 @@ std::uint64_t Session::resetValue(const PmdState& p, bool long_reset) {
   return v;
 }
 
-void Session::resetPmds(EventSet& set, RegMask pmds, bool long_reset) {
+void Session::resetPmds(Counters c, EventSet& set, RegMask pmds, bool long_reset) {
   bool live = counting() && set.id() == active_set_;
+  // A follower's events are counted up to the reset: a segment ends. While
+  // live, its value's lower bits are in the hardware.
+  RegMask live_used = live ? pmds & set.usedPmds() : 0;
+  if (c.f && live_used) readHw(c, live_used);
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(pmds & regBit(d.index))) continue;
     PmdState& p = set.pmd(slot);
-    p.value = p.last_reset = resetValue(p, long_reset);
+    std::uint64_t v = resetValue(p, long_reset);
+    if (c.f) {
+      Follower::Pmd& fp = c.f->sets[set.id()][slot];
+      std::uint64_t now = fp.value;
+      if (live_used & regBit(d.index)) now = (now & ~d.widthMask()) | (hw_[slot] & d.widthMask());
+      fp.events = saturatingAdd(fp.events, now - fp.segment_start);
+      fp.value = fp.segment_start = v;
+    } else {
+      p.value = p.last_reset = v;
+    }
     if (live && (set.usedPmds() & regBit(d.index))) {
-      std::uint64_t bits = p.value & d.widthMask();
-      pmu_->reloadPmd(d.index, bits);
-      p.sampled_hw = bits;
+      std::uint64_t bits = v & d.widthMask();
+      c.pmu->reloadPmd(d.index, bits);
+      sampledOf(c, set, slot) = bits;
     }
   }
 }
 
 // Reads the hardware bits of the active set's counters in `pmds` into hw_.
-void Session::readHw(RegMask pmds) {
+void Session::readHw(Counters c, RegMask pmds) {
   hw_.resize(desc_.pmds.size());
-  pmu_->readPmds(pmds, hw_);
+  c.pmu->readPmds(pmds, hw_);
 }
 
 // No interrupts: read every counter of the active set and count the wraps
 // since the last look. The sampling period guarantees at most one.
 void Session::sampleActive() {
   last_sample_ = counted_to_;
+  forEachDriven([&](Counters c) {
+    if (counting()) sampleThread(c);
+  });
+}
+
+void Session::sampleThread(Counters c) {
   EventSet& s = activeSet();
   RegMask wrapped = 0;
-  readHw(s.usedPmds());
+  readHw(c, s.usedPmds());
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(s.usedPmds() & regBit(d.index))) continue;
-    PmdState& p = s.pmd(slot);
+    std::uint64_t& sampled = sampledOf(c, s, slot);
     std::uint64_t hw = hw_[slot];
-    if (hw < p.sampled_hw) wrapped |= regBit(d.index);
-    p.sampled_hw = hw;
+    if (hw < sampled) wrapped |= regBit(d.index);
+    sampled = hw;
   }
   if (wrapped) {
     pmu::HwOverflow o;
     o.pmds = wrapped;
-    o.pid = target_pid_;
-    o.tid = target_.kind == pmu::TargetKind::Thread ? target_.id : 0;
+    o.pid = c.f ? c.f->pid : target_pid_;
+    o.tid = c.f ? c.f->tid : (target_.kind == pmu::TargetKind::Thread ? target_.id : 0);
     o.cpu = target_.kind == pmu::TargetKind::Cpu ? target_.id : 0;
-    handleHwOverflow(o);
+    handleHwOverflow(c, o);
   }
 }
 
@@ -231,39 +365,62 @@ void Session::sampleActive() {
 // this the late interrupt would land in whatever set is loaded then, or in
 // none.
 void Session::takeOverflowInSkid() {
-  if (!counting() || !interrupts_ || !pmu_->overflowsInSkid()) return;
-  pmu_->raiseOverflowInSkid();
-  drainOverflows();
+  forEachDriven([&](Counters c) { takeOverflowInSkid(c); });
 }
 
-void Session::foldActive() {
+void Session::takeOverflowInSkid(Counters c) {
+  if (!counting() || !interrupts_ || !c.pmu->overflowsInSkid()) return;
+  c.pmu->raiseOverflowInSkid();
+  drainOverflows(c);
+}
+
+void Session::foldActive(Counters c) {
   EventSet& s = activeSet();
-  readHw(s.usedPmds());
+  readHw(c, s.usedPmds());
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(s.usedPmds() & regBit(d.index))) continue;
-    PmdState& p = s.pmd(slot);
+    std::uint64_t& value = valueOf(c, s, slot);
     std::uint64_t hw = hw_[slot];
     std::uint64_t mask = d.widthMask();
-    p.value = (p.value & ~mask) | (hw & mask);
-    p.sampled_hw = hw;
+    value = (value & ~mask) | (hw & mask);
+    sampledOf(c, s, slot) = hw;
   }
 }
 
-// Puts the active set on the hardware (counting disabled): the backend
-// writes what differs, or switches its group.
-Status Session::programActive() {
+void Session::foldAll() {
+  forEachDriven([&](Counters c) { foldActive(c); });
+}
+
+// Puts the active set on one thread's hardware (counting disabled): the
+// backend writes what differs, or switches its group.
+Status Session::programActive(Counters c) {
   EventSet& s = activeSet();
   pmc_image_.resize(desc_.pmcs.size());
   hw_.resize(desc_.pmds.size());
   for (std::size_t slot = 0; slot < desc_.pmcs.size(); ++slot) pmc_image_[slot] = s.hardwarePmc(slot, interrupts_);
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
-    PmdState& p = s.pmd(slot);
-    hw_[slot] = p.value & d.widthMask();
-    if (s.usedPmds() & regBit(d.index)) p.sampled_hw = hw_[slot];
+    hw_[slot] = valueOf(c, s, slot) & d.widthMask();
+    if (s.usedPmds() & regBit(d.index)) sampledOf(c, s, slot) = hw_[slot];
   }
-  return pmu_->loadSet(pmu::SetImage{s.id(), pmc_image_, s.usedPmds(), hw_});
+  return c.pmu->loadSet(pmu::SetImage{s.id(), pmc_image_, s.usedPmds(), hw_});
+}
+
+Status Session::programAll() {
+  Status st;
+  forEachDriven([&](Counters c) {
+    if (st) st = programActive(c);
+  });
+  return st;
+}
+
+void Session::enableAll() {
+  forEachDriven([](Counters c) { c.pmu->enable(); });
+}
+
+void Session::disableAll() {
+  forEachDriven([](Counters c) { c.pmu->disable(); });
 }
 
 void Session::switchTo(EventSet& next) {
@@ -277,16 +434,16 @@ void Session::switchTo(EventSet& next) {
   // sets or in neither.
   const bool reprogram = counting() && next.id() != from;
   if (reprogram) {
-    pmu_->disable();
-    foldActive();
+    disableAll();
+    foldAll();
   }
   active_set_ = next.id();
   ++next.runs;
   next.reloadSwitchCounters();
   set_elapsed_ = 0;
   if (reprogram) {
-    if (Status st = programActive(); !st) return haltCounting(st.error());
-    pmu_->enable();
+    if (Status st = programAll(); !st) return haltCounting(st.error());
+    enableAll();
   }
 }
 

@@ -80,6 +80,8 @@ Result<std::unique_ptr<PerfBackend>> PerfBackend::create(PerfOptions options) {
   } else {
     desc = softwareDescription();
   }
+  // It follows a thread's children (flags inherit), with perf's inherited events.
+  desc.features.push_back("inherit");
   if (auto bad = desc.validate(); !bad.empty()) return err(EINVAL, "{}: {}", desc.model, bad.front());
   auto poller = Poller::create();
   if (!poller) return poller.error();

@@ -256,6 +256,8 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
                bad.front());
   // pmu/info says that interrupts come late, so that a tool knows counters
   // count past their overflow.
+  // It follows a thread's children (flags inherit): a tool asks pmu/info.
+  b->desc_.features.push_back("inherit");
   if (b->options_.skid > 0) b->desc_.features.push_back("ovfl_skid");
   // Without interrupts the engine must look at every counter before it can
   // wrap twice: half the range at the fastest event's rate.

@@ -491,15 +491,15 @@ TEST(Format, PmuInfo) {
   auto b = simBackend();
   EXPECT_EQ(formatPmuInfo(*b),
             "backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 "
-            "features=fixed_counters,global_ctrl,ovfl_intr\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit\n");
   auto small = simBackend(2, 32);
   EXPECT_EQ(formatPmuInfo(*small),
             "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
-            "features=fixed_counters,global_ctrl,ovfl_intr\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit\n");
   auto wide = simBackend(8, 64);
   EXPECT_EQ(formatPmuInfo(*wide),
             "backend=sim model=intel-arch-v2 pmcs=0x100ff pmds=0x700ff counters=8 fixed=3 width=64 "
-            "features=fixed_counters,global_ctrl,ovfl_intr\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit\n");
 }
 
 TEST(Format, Events) {
@@ -573,15 +573,24 @@ TEST(Format, State) {
   // perf could not schedule the active set for a while: said, after every other key.
   s.unscheduled_ns = 1500;
   EXPECT_EQ(formatState(s), "state=loaded mode=system target=0 set=3 queued=2 lost=7 unscheduled_ns=1500\n");
+  // inherit: the children followed, merged and dropped, at the very end.
+  s.mode = Mode::Thread;
+  s.unscheduled_ns = 0;
+  s.inherit = true;
+  s.followed = 2;
+  s.merged = 5;
+  s.dropped = 1;
+  EXPECT_EQ(formatState(s),
+            "state=loaded mode=thread target=0 set=3 queued=2 lost=7 followed=2 merged=5 dropped=1\n");
 }
 
 TEST(Format, Counts) {
   EXPECT_EQ(formatCounts({}), "");
   std::vector<session::CountLine> lines = {
-      {0, 0, 3000, 2000, 1000, 6000},
-      {0, 16, 0, 2000, 1000, 0},
-      {1, 1, 0, 2000, 0, std::nullopt},
-      {65535, 18, kMax, kMax, kMax, kMax},
+      {0, 0, 3000, 2000, 1000, 6000, std::nullopt, std::nullopt},
+      {0, 16, 0, 2000, 1000, 0, std::nullopt, std::nullopt},
+      {1, 1, 0, 2000, 0, std::nullopt, std::nullopt, std::nullopt},
+      {65535, 18, kMax, kMax, kMax, kMax, std::nullopt, std::nullopt},
   };
   EXPECT_EQ(formatCounts(lines),
             "set=0 pmd=0 value=3000 enabled_ns=2000 running_ns=1000 scaled=6000\n"
@@ -589,6 +598,14 @@ TEST(Format, Counts) {
             "set=1 pmd=1 value=0 enabled_ns=2000 running_ns=0 scaled=-\n"
             "set=65535 pmd=18 value=18446744073709551615 enabled_ns=18446744073709551615 "
             "running_ns=18446744073709551615 scaled=18446744073709551615\n");
+  // inherit: the children's counts and the tree's estimate, after every other key.
+  std::vector<session::CountLine> inherited = {
+      {0, 0, 3000, 2000, 1000, 6000, 500, 7000},
+      {1, 1, 0, 2000, 0, std::nullopt, 0, std::nullopt},
+  };
+  EXPECT_EQ(formatCounts(inherited),
+            "set=0 pmd=0 value=3000 enabled_ns=2000 running_ns=1000 scaled=6000 children=500 total_scaled=7000\n"
+            "set=1 pmd=1 value=0 enabled_ns=2000 running_ns=0 scaled=- children=0 total_scaled=-\n");
 }
 
 TEST(Format, SwitchSetInfoPmcPmd) {

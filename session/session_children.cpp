@@ -1,0 +1,185 @@
+// Inheritance (flags inherit, SPEC §3.4, perfctr's semantics): the children
+// a thread target creates after the load, and theirs, count with the
+// session's control and fresh counts; when one exits, what it counted is
+// added to the session's children counts, unless the session was
+// reprogrammed (a PMC write) since it was created.
+//
+// Two ways, chosen by the backend:
+// - Adopt (sim, x86): each child gets a PMU of its own, a Follower here,
+//   driven by session_time.cpp exactly like the target: set switches, stop,
+//   masking and overflows apply to every followed thread at once.
+// - Aggregate (perf): the kernel's inherited events count the children and
+//   switch with the target's; the backend reports each child's final counts.
+#include <fmt/format.h>
+
+#include "session/engine.h"
+#include "session/saturating.h"
+#include "session/session.h"
+
+namespace pfmfs::session {
+
+using pmu::regBit;
+
+void Session::drainChildEvents() {
+  if (!loaded() || !flags_.inherit || mode_ != Mode::Thread) return;
+  child_events_.clear();
+  pmu_->takeChildEvents(child_events_);
+  for (const pmu::ChildEvent& e : child_events_) {
+    if (!loaded()) break;
+    if (e.kind == pmu::ChildEvent::Kind::Created) {
+      if (aggregate_) {
+        aggregate_children_[e.tid] = control_gen_;
+      } else {
+        adoptFollower(e);
+      }
+      continue;
+    }
+    if (aggregate_) {
+      aggregateExited(e);
+      continue;
+    }
+    for (std::size_t i = 0; i < followers_.size(); ++i) {
+      if (followers_[i]->tid != e.tid) continue;
+      finishFollower(i, e.final_time_ns);
+      break;
+    }
+  }
+  child_events_.clear();
+  // The target went first: the session ends with its last child.
+  if (loaded() && target_exited_ && !followingChildren()) unloadLocked(true);
+}
+
+// A child starts with the control of the moment (the active set, its PMCs)
+// and fresh counts: each PMD at the value last written to it.
+void Session::adoptFollower(const pmu::ChildEvent& e) {
+  std::shared_ptr<pmu::TargetListener> listener(shared_from_this(), static_cast<pmu::TargetListener*>(this));
+  auto adopted = pmu_->adoptChild(e.tid, listener);
+  if (!adopted) {
+    // Nothing of it will be counted: say so in the figures.
+    ++dropped_;
+    return;
+  }
+  auto f = std::make_unique<Follower>();
+  f->pid = e.pid;
+  f->tid = e.tid;
+  f->pmu = std::move(*adopted);
+  f->generation = control_gen_;
+  // Lockstep (manual clock): its time 0 is the session's now. Tree clock: its
+  // whole CPU time since its creation is the session's.
+  f->origin = treeClock() ? 0 : pmu_->timeNs();
+  f->last_time = 0;
+  for (auto& [id, set] : sets_) {
+    auto& pmds = f->sets[id];
+    pmds.resize(desc_.pmds.size());
+    for (std::size_t slot = 0; slot < pmds.size(); ++slot)
+      pmds[slot].value = pmds[slot].segment_start = set.pmd(slot).initial;
+  }
+  Counters c{f->pmu.get(), f.get()};
+  if (!treeClock()) f->pmu->advanceTo(0);
+  if (Status st = programActive(c); !st) {
+    ++dropped_;
+    return;
+  }
+  if (counting()) f->pmu->enable();
+  followers_.push_back(std::move(f));
+}
+
+// A follower exited: its last counts are read, then merged or dropped.
+void Session::finishFollower(std::size_t i, std::optional<std::uint64_t> final_time_ns) {
+  Follower& f = *followers_[i];
+  Counters c{f.pmu.get(), &f};
+  f.pmu->childExited(final_time_ns);
+  if (treeClock()) {
+    // Its last moments are the session's time too.
+    tree_now_ = saturatingAdd(tree_now_, catchUpThread(c));
+    accountTo(tree_now_);
+  }
+  if (!loaded()) return;
+  takeOverflowInSkid(c);
+  if (counting() && !interrupts_) sampleThread(c);
+  f.pmu->disable();
+  if (counting()) foldActive(c);
+  if (f.held) f.pmu->hold(false);
+  if (f.generation == control_gen_) {
+    for (auto& [id, set] : sets_) {
+      const auto& pmds = f.sets[id];
+      for (std::size_t slot = 0; slot < pmds.size(); ++slot) {
+        std::uint64_t events = saturatingAdd(pmds[slot].events, pmds[slot].value - pmds[slot].segment_start);
+        set.pmd(slot).children = saturatingAdd(set.pmd(slot).children, events);
+      }
+    }
+    ++merged_;
+  } else {
+    ++dropped_;
+  }
+  if (pending_tid_ == f.tid) pending_resets_ = 0;
+  followers_.erase(followers_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+void Session::aggregateExited(const pmu::ChildEvent& e) {
+  auto it = aggregate_children_.find(e.tid);
+  if (it == aggregate_children_.end()) return;  // created before the load, or its news lost
+  const bool same_control = it->second == control_gen_;
+  aggregate_children_.erase(it);
+  if (!same_control || !e.counts || !e.counts->complete) {
+    ++dropped_;
+    return;
+  }
+  for (const auto& [id, events] : e.counts->by_set) {
+    EventSet* set = findSet(id);
+    if (!set) continue;
+    for (std::size_t slot = 0; slot < events.size() && slot < set->pmdCount(); ++slot)
+      set->pmd(slot).children = saturatingAdd(set->pmd(slot).children, events[slot]);
+  }
+  ++merged_;
+}
+
+// The target exited. Without followed children that ends the session (an
+// `end` message); with them it goes on until the last one exits.
+void Session::targetExitedLocked() {
+  if (target_exited_) return;
+  if (!flags_.inherit || !followingChildren()) return unloadLocked(true);
+  catchUpNow();
+  if (!loaded()) return;
+  if (!aggregate_) {
+    // Its own counts are final; its PMU stays only as the children's source
+    // of news (and, under the manual clock, the session's clock).
+    takeOverflowInSkid(Counters{pmu_.get(), nullptr});
+    if (counting() && !interrupts_) sampleThread(Counters{pmu_.get(), nullptr});
+    pmu_->disable();
+    if (counting()) foldActive(Counters{pmu_.get(), nullptr});
+    if (held_) pmu_->hold(false);
+    held_ = false;
+    if (pending_tid_ == 0) pending_resets_ = 0;
+  }
+  target_exited_ = true;
+}
+
+// Aggregate: the backend needs every set's events in place before children
+// are created, so that each child carries all of them.
+Status Session::prepareSets() {
+  if (!aggregate_ || !flags_.inherit || !loaded()) return {};
+  std::vector<std::vector<std::uint64_t>> pmcs, bits;
+  std::vector<pmu::SetImage> images;
+  pmcs.reserve(sets_.size());
+  bits.reserve(sets_.size());
+  for (auto& [id, s] : sets_) {
+    auto& pc = pmcs.emplace_back(desc_.pmcs.size());
+    auto& pd = bits.emplace_back(desc_.pmds.size());
+    for (std::size_t slot = 0; slot < pc.size(); ++slot) pc[slot] = s.hardwarePmc(slot, interrupts_);
+    for (std::size_t slot = 0; slot < pd.size(); ++slot) pd[slot] = s.pmd(slot).value & desc_.pmds[slot].widthMask();
+    images.push_back(pmu::SetImage{id, pc, s.usedPmds(), pd});
+  }
+  return pmu_->prepareSets(images);
+}
+
+// Unload with children still followed: they are let go, their counts
+// unfinished and not merged.
+void Session::dropFollowers() {
+  dropped_ += followers_.size() + aggregate_children_.size();
+  for (auto& f : followers_) f->pmu->disable();
+  followers_.clear();
+  aggregate_children_.clear();
+}
+
+}  // namespace pfmfs::session

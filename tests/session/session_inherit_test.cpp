@@ -1,0 +1,505 @@
+// Inheritance (flags inherit, SPEC §3.4) in the engine over the sim backend
+// under the manual clock: real processes and threads, created and ended by a
+// forked target in step with the test, counted exactly.
+//
+// Every followed thread moves with each advance; counts are rate x time
+// (cycles: 3 per ns). A child is followed from the moment the engine has
+// heard of it: the tests wait for `followed` to say so before advancing.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "session/engine.h"
+#include "session/session.h"
+#include "tests/support/forked_child.h"
+#include "tests/support/sim_fixture.h"
+
+namespace {
+
+using pfmfs::Status;
+using pfmfs::session::Caller;
+using pfmfs::session::CountLine;
+using pfmfs::session::Flags;
+using pfmfs::session::MessageType;
+using pfmfs::session::PmcWrite;
+using pfmfs::session::PmdWrite;
+using pfmfs::session::Session;
+using pfmfs::session::State;
+using pfmfs::session::StateInfo;
+using pfmfs::session::SwitchSpec;
+using pfmfs::testing::ChildIo;
+using pfmfs::testing::ForkedChild;
+using pfmfs::testing::kCycles;
+using pfmfs::testing::kInstructions;
+using pfmfs::testing::SimEngine;
+
+using u64 = std::uint64_t;
+
+// Forks a process that waits for one go() on the target's pipe and exits.
+// Async-signal-safe only (the test process has threads).
+pid_t forkWaiter(const ChildIo& io) {
+  pid_t c = ::fork();
+  if (c == 0) {
+    (void)io.awaitGo();
+    ::_exit(0);
+  }
+  return c;
+}
+
+class Inherit : public ::testing::Test {
+ protected:
+  void SetUp() override { s_ = sim_.newSession(); }
+
+  void flagsInherit() {
+    Flags f;
+    f.inherit = true;
+    Status st = s_->setFlags(f);
+    ASSERT_TRUE(st.ok()) << st.error().reason;
+  }
+  void pmc(unsigned set, unsigned index, u64 value) {
+    Status st = s_->writePmc(Caller::root(), set, PmcWrite{index, value, false});
+    ASSERT_TRUE(st.ok()) << st.error().reason;
+  }
+  void pmd(unsigned set, unsigned index, u64 value, bool notify = false, u64 reset = 0) {
+    PmdWrite w;
+    w.index = index;
+    w.value = value;
+    w.notify = notify;
+    w.short_reset = reset;
+    w.long_reset = reset;
+    Status st = s_->writePmd(set, w);
+    ASSERT_TRUE(st.ok()) << st.error().reason;
+  }
+  void load(pid_t tid) {
+    Status st = s_->load(Caller::root(), tid);
+    ASSERT_TRUE(st.ok()) << st.error().reason;
+  }
+  void start() {
+    Status st = s_->start();
+    ASSERT_TRUE(st.ok()) << st.error().reason;
+  }
+  // Waits (a few seconds at most) until the engine's state satisfies `ok`.
+  StateInfo waitState(const std::function<bool(const StateInfo&)>& ok) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    StateInfo i = s_->state();
+    while (!ok(i) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      i = s_->state();
+    }
+    return i;
+  }
+  StateInfo waitFollowed(std::size_t n) {
+    return waitState([n](const StateInfo& i) { return i.followed == n; });
+  }
+  CountLine line(unsigned set, unsigned pmd) {
+    for (const CountLine& c : s_->counts())
+      if (c.set == set && c.pmd == pmd) return c;
+    ADD_FAILURE() << "no counts line for set " << set << " pmd " << pmd;
+    return {};
+  }
+  u64 value(unsigned set, unsigned pmd) {
+    auto r = s_->readPmd(set, pmd);
+    EXPECT_TRUE(r.ok());
+    return r ? r->value : 0;
+  }
+
+  SimEngine sim_;
+  std::shared_ptr<Session> s_;
+};
+
+// A child counts from its creation with the session's control and fresh
+// counts; its final counts join `children` when it exits; the target's own
+// values stay its own.
+TEST_F(Inherit, ChildCountsAreMergedAtItsExitAndTheTargetKeepsItsOwn) {
+  ForkedChild target([](const ChildIo& io) {
+    if (!io.awaitGo()) return 1;
+    pid_t c = forkWaiter(io);
+    io.report(static_cast<u64>(c));
+    ::waitpid(c, nullptr, 0);  // the next go is the child's
+    io.report(0);
+    return io.awaitGo() ? 0 : 1;
+  });
+  ASSERT_TRUE(target.ok());
+  flagsInherit();
+  pmc(0, 0, kCycles);
+  load(target.pid());
+  start();
+  sim_.advance(1000);
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  StateInfo i = waitFollowed(1);
+  ASSERT_EQ(i.followed, 1u);
+  EXPECT_TRUE(i.inherit);
+  sim_.advance(2000);  // target and child: 6000 cycles each
+  EXPECT_EQ(value(0, 0), 9000u);
+  target.go();  // the child exits
+  ASSERT_TRUE(target.report().has_value());
+  i = waitState([](const StateInfo& s) { return s.followed == 0 && s.merged == 1; });
+  EXPECT_EQ(i.followed, 0u);
+  EXPECT_EQ(i.merged, 1u);
+  EXPECT_EQ(i.dropped, 0u);
+  sim_.advance(1000);  // the target alone
+  CountLine c = line(0, 0);
+  EXPECT_EQ(c.value, 12000u);
+  ASSERT_TRUE(c.children.has_value());
+  EXPECT_EQ(*c.children, 6000u);
+  EXPECT_EQ(c.enabled_ns, 4000u);
+  EXPECT_EQ(c.running_ns, 4000u);
+  ASSERT_TRUE(c.total_scaled.has_value());
+  EXPECT_EQ(*c.total_scaled, 18000u);
+  EXPECT_EQ(value(0, 0), 12000u);
+  EXPECT_EQ(s_->state().state, State::Active);
+  target.go();
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// Without inherit a child is neither followed nor counted, and the lines
+// carry no children keys.
+TEST_F(Inherit, WithoutInheritNothingIsFollowed) {
+  ForkedChild target([](const ChildIo& io) {
+    if (!io.awaitGo()) return 1;
+    pid_t c = forkWaiter(io);
+    io.report(static_cast<u64>(c));
+    ::waitpid(c, nullptr, 0);
+    io.report(0);
+    return io.awaitGo() ? 0 : 1;
+  });
+  ASSERT_TRUE(target.ok());
+  pmc(0, 0, kCycles);
+  load(target.pid());
+  start();
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  sim_.advance(1000);
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  sim_.advance(1000);
+  StateInfo i = s_->state();
+  EXPECT_FALSE(i.inherit);
+  EXPECT_EQ(i.followed, 0u);
+  CountLine c = line(0, 0);
+  EXPECT_EQ(c.value, 6000u);
+  EXPECT_FALSE(c.children.has_value());
+  EXPECT_FALSE(c.total_scaled.has_value());
+  target.go();
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// A PMC write while a child lives is a new control: that child's result is
+// dropped, and counted as dropped; a child created after it is merged.
+TEST_F(Inherit, AChildOfAnOlderControlIsDropped) {
+  ForkedChild target([](const ChildIo& io) {
+    for (int round = 0; round < 2; ++round) {
+      if (!io.awaitGo()) return 1;
+      pid_t c = forkWaiter(io);
+      io.report(static_cast<u64>(c));
+      ::waitpid(c, nullptr, 0);
+      io.report(0);
+    }
+    return io.awaitGo() ? 0 : 1;
+  });
+  ASSERT_TRUE(target.ok());
+  flagsInherit();
+  pmc(0, 0, kCycles);
+  load(target.pid());
+  start();
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(waitFollowed(1).followed, 1u);
+  sim_.advance(1000);
+  pmc(0, 0, kCycles);  // the same value: still a reprogramming
+  sim_.advance(1000);
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  StateInfo i = waitState([](const StateInfo& s) { return s.followed == 0 && s.dropped == 1; });
+  EXPECT_EQ(i.dropped, 1u);
+  EXPECT_EQ(i.merged, 0u);
+  EXPECT_EQ(*line(0, 0).children, 0u);
+  // A child of the new control.
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(waitFollowed(1).followed, 1u);
+  sim_.advance(500);
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  i = waitState([](const StateInfo& s) { return s.followed == 0 && s.merged == 1; });
+  EXPECT_EQ(i.merged, 1u);
+  EXPECT_EQ(i.dropped, 1u);
+  EXPECT_EQ(*line(0, 0).children, 1500u);
+  EXPECT_EQ(line(0, 0).value, 7500u);
+  target.go();
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// Grandchildren are followed too, and their counts reach the session.
+TEST_F(Inherit, GrandchildrenAreFollowed) {
+  ForkedChild target([](const ChildIo& io) {
+    if (!io.awaitGo()) return 1;
+    pid_t c = ::fork();
+    if (c == 0) {
+      pid_t g = forkWaiter(io);
+      io.report(static_cast<u64>(g));
+      ::waitpid(g, nullptr, 0);  // first go: the grandchild's
+      (void)io.awaitGo();        // second go: the child's
+      ::_exit(0);
+    }
+    ::waitpid(c, nullptr, 0);
+    io.report(0);
+    return io.awaitGo() ? 0 : 1;
+  });
+  ASSERT_TRUE(target.ok());
+  flagsInherit();
+  pmc(0, 0, kCycles);
+  load(target.pid());
+  start();
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(waitFollowed(2).followed, 2u);
+  sim_.advance(1000);  // three threads
+  target.go();         // the grandchild exits
+  ASSERT_EQ(waitState([](const StateInfo& s) { return s.followed == 1; }).followed, 1u);
+  sim_.advance(1000);  // two
+  target.go();         // the child exits
+  ASSERT_TRUE(target.report().has_value());
+  StateInfo i = waitState([](const StateInfo& s) { return s.followed == 0 && s.merged == 2; });
+  EXPECT_EQ(i.merged, 2u);
+  CountLine c = line(0, 0);
+  EXPECT_EQ(c.value, 6000u);
+  EXPECT_EQ(*c.children, 3000u + 6000u);
+  target.go();
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// Threads are children like processes; each is counted with fresh counts
+// starting at the value last written.
+TEST_F(Inherit, ThreadsStartAtTheWrittenValue) {
+  ForkedChild target([](const ChildIo& io) {
+    if (!io.awaitGo()) return 1;
+    static const ChildIo* shared;
+    shared = &io;
+    pthread_t t[2];
+    for (auto& th : t)
+      pthread_create(
+          &th, nullptr,
+          [](void*) -> void* {
+            (void)shared->awaitGo();
+            return nullptr;
+          },
+          nullptr);
+    io.report(2);
+    for (auto& th : t) pthread_join(th, nullptr);
+    io.report(0);
+    return 0;
+  });
+  ASSERT_TRUE(target.ok());
+  flagsInherit();
+  pmc(0, 0, kCycles);
+  pmd(0, 0, 100);
+  load(target.pid());
+  start();
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(waitFollowed(2).followed, 2u);
+  sim_.advance(1000);
+  target.go();
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  StateInfo i = waitState([](const StateInfo& s) { return s.followed == 0 && s.merged == 2; });
+  EXPECT_EQ(i.merged, 2u);
+  CountLine c = line(0, 0);
+  EXPECT_EQ(c.value, 3100u);            // its own, from the written 100
+  EXPECT_EQ(*c.children, 2u * 3000u);  // events, whatever they started at
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// Stop and start apply to every followed thread; set switches too, at the
+// session's instants, with runs and durations counted once.
+TEST_F(Inherit, StopAndSwitchesApplyToChildren) {
+  ForkedChild target([](const ChildIo& io) {
+    if (!io.awaitGo()) return 1;
+    pid_t c = forkWaiter(io);
+    io.report(static_cast<u64>(c));
+    ::waitpid(c, nullptr, 0);
+    io.report(0);
+    return io.awaitGo() ? 0 : 1;
+  });
+  ASSERT_TRUE(target.ok());
+  flagsInherit();
+  ASSERT_TRUE(s_->createSet(1).ok());
+  pmc(0, 0, kCycles);
+  pmc(1, 0, kInstructions);
+  ASSERT_TRUE(s_->setSwitch(0, SwitchSpec{true, 1000, false}).ok());
+  ASSERT_TRUE(s_->setSwitch(1, SwitchSpec{true, 1000, false}).ok());
+  load(target.pid());
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(waitFollowed(1).followed, 1u);  // followed while stopped
+  sim_.advance(5000);                       // not counting: nothing counts
+  start();
+  sim_.advance(4000);  // set 0, 1, 0, 1: 2000 ns each
+  ASSERT_TRUE(s_->stop().ok());
+  sim_.advance(3000);  // stopped
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(waitState([](const StateInfo& s) { return s.merged == 1; }).merged, 1u);
+  CountLine c0 = line(0, 0), c1 = line(1, 0);
+  EXPECT_EQ(c0.value, 6000u);
+  EXPECT_EQ(*c0.children, 6000u);
+  EXPECT_EQ(c1.value, 4000u);
+  EXPECT_EQ(*c1.children, 4000u);
+  EXPECT_EQ(c0.running_ns, 2000u);
+  EXPECT_EQ(c1.running_ns, 2000u);
+  EXPECT_EQ(c0.enabled_ns, 4000u);
+  EXPECT_EQ(*c0.total_scaled, 24000u);
+  EXPECT_EQ(*c1.total_scaled, 16000u);
+  auto info0 = s_->setInfo(0);
+  ASSERT_TRUE(info0.ok());
+  EXPECT_EQ(info0->runs, 3u);  // started, back at 7000, and again at 9000 (the end of the advance)
+  target.go();
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// The target exits first: the session stays loaded while its child lives,
+// then unloads with exited=1 and an end message.
+TEST_F(Inherit, TheSessionOutlivesItsTargetUntilTheLastChild) {
+  ForkedChild target([](const ChildIo& io) {
+    if (!io.awaitGo()) return 1;
+    pid_t c = forkWaiter(io);
+    io.report(static_cast<u64>(c));
+    return 0;  // the child lives on (reparented)
+  });
+  ASSERT_TRUE(target.ok());
+  flagsInherit();
+  pmc(0, 0, kCycles);
+  load(target.pid());
+  start();
+  target.go();
+  auto child = target.report();
+  ASSERT_TRUE(child.has_value());
+  ASSERT_EQ(waitFollowed(1).followed, 1u);
+  sim_.advance(1000);
+  EXPECT_EQ(target.wait(), 0);
+  sim_.engine().threadExited(target.pid());  // what the fs's thread watcher says
+  StateInfo i = s_->state();
+  EXPECT_EQ(i.state, State::Active);
+  EXPECT_EQ(i.followed, 1u);
+  EXPECT_FALSE(i.exited);
+  sim_.advance(1000);  // the child alone
+  EXPECT_EQ(value(0, 0), 3000u);
+  target.go();  // the child exits
+  i = waitState([](const StateInfo& s) { return s.state == State::Unloaded; });
+  EXPECT_EQ(i.state, State::Unloaded);
+  EXPECT_TRUE(i.exited);
+  EXPECT_EQ(i.merged, 1u);
+  CountLine c = line(0, 0);
+  EXPECT_EQ(c.value, 3000u);
+  EXPECT_EQ(*c.children, 6000u);
+  auto msgs = s_->takeMessages(8);
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].type, MessageType::End);
+}
+
+// A child's counter overflows like the target's: the message carries the
+// child's pid and tid, the session masks, restart resets the child's PMD.
+TEST_F(Inherit, AChildsOverflowNotifiesWithItsPidAndTid) {
+  ForkedChild target([](const ChildIo& io) {
+    if (!io.awaitGo()) return 1;
+    pid_t c = forkWaiter(io);
+    io.report(static_cast<u64>(c));
+    ::waitpid(c, nullptr, 0);
+    io.report(0);
+    return io.awaitGo() ? 0 : 1;
+  });
+  ASSERT_TRUE(target.ok());
+  flagsInherit();
+  pmc(0, 0, kCycles);
+  // 3000 cycles (1000 ns) to the overflow, from the written value: the
+  // target gets there 500 ns before the child created 500 ns in.
+  const u64 start_value = ~u64{0} - 2999;
+  pmd(0, 0, start_value, true, start_value);
+  load(target.pid());
+  start();
+  sim_.advance(500);
+  target.go();
+  auto child = target.report();
+  ASSERT_TRUE(child.has_value());
+  ASSERT_EQ(waitFollowed(1).followed, 1u);
+  sim_.advance(500);  // the target's overflow
+  EXPECT_EQ(s_->state().state, State::Masked);
+  auto m1 = s_->takeMessages(8);
+  ASSERT_EQ(m1.size(), 1u);
+  EXPECT_EQ(m1[0].tid, target.pid());
+  ASSERT_TRUE(s_->restart().ok());
+  sim_.advance(500);  // the child's: 1000 ns after its creation
+  EXPECT_EQ(s_->state().state, State::Masked);
+  auto m2 = s_->takeMessages(8);
+  ASSERT_EQ(m2.size(), 1u);
+  EXPECT_EQ(m2[0].type, MessageType::Overflow);
+  EXPECT_EQ(m2[0].pid, static_cast<pid_t>(*child));
+  EXPECT_EQ(m2[0].tid, static_cast<pid_t>(*child));
+  EXPECT_EQ(m2[0].pmds, 1u);
+  ASSERT_TRUE(s_->restart().ok());
+  sim_.advance(200);
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(waitState([](const StateInfo& s) { return s.merged == 1; }).merged, 1u);
+  // The target: reset at 1000 ns, 700 ns since. The child: 3000 events to
+  // its overflow, reset, 600 more.
+  EXPECT_EQ(value(0, 0), start_value + 2100);
+  EXPECT_EQ(*line(0, 0).children, 3000u + 600u);
+  target.go();
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// Unload (and so rmdir) lets every child go: none stays followed, and their
+// unfinished counts are dropped.
+TEST_F(Inherit, UnloadLetsChildrenGo) {
+  ForkedChild target([](const ChildIo& io) {
+    if (!io.awaitGo()) return 1;
+    pid_t c = forkWaiter(io);
+    io.report(static_cast<u64>(c));
+    ::waitpid(c, nullptr, 0);
+    io.report(0);
+    return io.awaitGo() ? 0 : 1;
+  });
+  ASSERT_TRUE(target.ok());
+  flagsInherit();
+  pmc(0, 0, kCycles);
+  load(target.pid());
+  start();
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(waitFollowed(1).followed, 1u);
+  ASSERT_TRUE(s_->unload().ok());
+  StateInfo i = s_->state();
+  EXPECT_EQ(i.followed, 0u);
+  EXPECT_EQ(i.dropped, 1u);
+  target.go();
+  ASSERT_TRUE(target.report().has_value());
+  target.go();
+  EXPECT_EQ(target.wait(), 0);
+}
+
+// inherit is a thread-mode flag.
+TEST_F(Inherit, SystemModeRefusesInherit) {
+  flagsInherit();
+  Status st = s_->setMode(pfmfs::session::Mode::System);
+  EXPECT_EQ(st.code(), -EINVAL);
+  EXPECT_NE(s_->error().find("inherit"), std::string::npos);
+  ASSERT_TRUE(s_->setFlags(Flags{}).ok());
+  ASSERT_TRUE(s_->setMode(pfmfs::session::Mode::System).ok());
+  Flags f;
+  f.inherit = true;
+  EXPECT_EQ(s_->setFlags(f).code(), -EINVAL);
+  EXPECT_FALSE(s_->flags().inherit);
+}
+
+}  // namespace
