@@ -4,12 +4,14 @@
 // unloads every session and exits 0. Bad options or an unusable mount point:
 // one line on stderr and exit status 2.
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -144,7 +146,59 @@ void raiseFileLimit() {
   }
 }
 
+// Without -f pfmfsd goes to the background, which means a fork, and only the
+// forking thread lives on in a child: the engine's timer, the thread watcher
+// and the backends' pollers would be left behind in the parent. So it forks
+// before any of them exists (fuse_daemonize would fork after the mount), and
+// the parent waits for the child's word: it exits 0 once the child has
+// mounted, or with the child's exit status if the child gives up first (its
+// message is on the same stderr).
+class Background {
+ public:
+  void start() {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return;  // then it serves in the foreground
+    std::fflush(nullptr);
+    pid_t child = ::fork();
+    if (child < 0) {
+      ::close(p[0]);
+      ::close(p[1]);
+      return;
+    }
+    if (child > 0) {
+      ::close(p[1]);
+      unsigned char ok = 0;
+      if (::read(p[0], &ok, 1) == 1) ::_exit(0);
+      int status = 0;
+      if (::waitpid(child, &status, 0) == child && WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+      ::_exit(1);
+    }
+    ::close(p[0]);
+    ready_fd_ = p[1];
+    (void)::setsid();
+  }
+
+  // Mounted: leaves the terminal and lets the parent exit.
+  void ready() {
+    if (ready_fd_ < 0) return;
+    (void)!::chdir("/");
+    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+      for (int fd = 0; fd <= 2; ++fd) (void)::dup2(null, fd);
+      ::close(null);
+    }
+    (void)!::write(ready_fd_, "", 1);
+    ::close(ready_fd_);
+    ready_fd_ = -1;
+  }
+
+ private:
+  int ready_fd_ = -1;
+};
+
 int serve(DaemonOptions& o) {
+  Background background;
+  if (!o.foreground) background.start();
   raiseFileLimit();
   auto backend = makeBackend(o);
   if (!backend) return usageError(backend.error().reason);
@@ -196,7 +250,7 @@ int serve(DaemonOptions& o) {
 
   if (!o.foreground) {
     setupLogging(o.debug ? LogLevel::Debug : LogLevel::Info, true);
-    fuse_daemonize(0);
+    background.ready();
   }
   log(LogLevel::Info, "mounted on {} with the {} backend ({})", o.mountpoint, backend_name,
       (*backend)->description().model);

@@ -9,11 +9,13 @@ import signal
 import struct
 import subprocess
 import tempfile
+import sys
 import threading
 import time
 
 import pfmfs_mount
-from pfmfs_mount import PMU, SIM, Mount, MountTestCase, Reader, backendArgs, daemonPath, neg, stateLine, waitFor
+from pfmfs_mount import (PMU, SIM, Mount, MountTestCase, Reader, backendArgs, daemonPath, neg, parseKv, read, stateLine,
+                         waitFor, write)
 
 A, B = PMU.pmc_a, PMU.pmc_b  # PMC values that count at user level
 
@@ -624,6 +626,44 @@ class DaemonTest(MountTestCase):
                 self.assertEqual(err, '--pmu=x86: /dev/pfmfs_helper: no such device (is pfmfs_helper.ko loaded? '
                                       'modprobe pfmfs_helper)\n'.join(['pfmfsd: ', '']))
                 self.assertFalse(os.path.ismount(mnt))
+
+    def test_in_the_background_it_still_hears_of_exits(self):
+        """Without -f pfmfsd returns 0 once mounted and serves from the
+        background with all its threads: a monitored thread's exit unloads
+        its session (the thread watcher), the real clock ticks (set
+        switches), and a bad mount point still exits 2 with the reason."""
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            mnt = os.path.join(tmp, 'mnt')
+            os.mkdir(mnt)
+            p = subprocess.run([daemonPath()] + backendArgs(manual_clock=False) + [mnt], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(os.path.ismount(mnt))
+            try:
+                s = os.path.join(mnt, 'sessions', 'bg')
+                os.mkdir(s)
+                os.mkdir(os.path.join(s, 'sets', '1'))
+                for set_id in (0, 1):
+                    write(os.path.join(s, 'sets', str(set_id), 'pmc0'), f'{PMU.pmc_a}\n')
+                    write(os.path.join(s, 'sets', str(set_id), 'switch'), 'time 1000000\n')
+                busy = subprocess.Popen([sys.executable, '-c', 'import time\nt = time.time() + 0.3\nwhile time.time() < t: pass'])
+                self.addCleanup(lambda: busy.poll() is None and (busy.kill(), busy.wait()))
+                write(os.path.join(s, 'ctl'), f'load {busy.pid}\n')
+                write(os.path.join(s, 'ctl'), 'start\n')
+                busy.wait(10)
+                self.assertTrue(waitFor(lambda: 'exited=1' in read(os.path.join(s, 'state'))),
+                                read(os.path.join(s, 'state')))
+                runs = int(parseKv(read(os.path.join(s, 'sets', '1', 'info')))['runs'])
+                self.assertGreater(runs, 0)  # switched by the timer thread
+                os.rmdir(s)
+            finally:
+                subprocess.run(['umount', mnt], check=False)
+                self.assertTrue(waitFor(lambda: not os.path.ismount(mnt)))
+            bad = subprocess.run([daemonPath()] + backendArgs() + [os.path.join(tmp, 'no', 'such')],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+            self.assertEqual(bad.returncode, 2)
+            self.assertIn('cannot create mount point', bad.stderr)
 
     def startMount(self):
         m = Mount().start()
