@@ -89,6 +89,7 @@ class PmuTable:
     reserved: a bit every PMC reserves (EINVAL with it set).
     exclusive_threads: a thread takes one loaded session at most (EBUSY).
     holds_threads: the backend can hold a thread (flags notify_block).
+    inherits: the backend follows a thread's children (flags inherit).
     thread_system_coexist: thread and system sessions load at once.
     """
 
@@ -147,11 +148,11 @@ class PmuTable:
 SIM_PMU = PmuTable(
     backend='sim', model='intel-arch-v2',
     info='backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
-         'features=fixed_counters,global_ctrl,ovfl_intr\n',
+         'features=fixed_counters,global_ctrl,ovfl_intr,inherit\n',
     pmcs=[0, 1, 2, 3, 16], pmds=[0, 1, 2, 3, 16, 17, 18],
     # Indices the description does not list (ENOENT as paths, EINVAL in regs).
     missing_pmc=4, missing_pmd=19,
-    exclusive_threads=True, holds_threads=True,
+    exclusive_threads=True, holds_threads=True, inherits=True,
     event_a=('UNHALTED_CORE_CYCLES', 0x3c), rate_a=3,
     event_b=('INSTRUCTION_RETIRED', 0xc0),
     events=[
@@ -203,10 +204,11 @@ PERF_SW_EVENTS = [
 PERF_PMU = PmuTable(
     backend='perf', model='perf-sw',
     info='backend=perf model=perf-sw pmcs=0xff pmds=0xff counters=8 fixed=0 width=64 '
-         'features=perf_events,software_events,ovfl_intr\n',
+         'features=perf_events,software_events,ovfl_intr,inherit\n',
     pmcs=list(range(8)), pmds=list(range(8)),
     missing_pmc=8, missing_pmd=8,
     exclusive_threads=False, holds_threads=False,  # perf counts for any number of sessions; holds no thread
+    inherits=True,
     # Page faults are what a Worker makes exactly (a fresh page each), at user level.
     event_a=('PAGE_FAULTS', 0x2), rate_a=1,
     event_b=('TASK_CLOCK', 0x1),
@@ -222,7 +224,7 @@ PERF_PMU = PmuTable(
 # per ns that the target spends on a cpu, user and kernel time alike.
 X86_PMU = PmuTable(**dict(
     SIM_PMU.__dict__,
-    backend='x86', thread_system_coexist=False,
+    backend='x86', thread_system_coexist=False, inherits=False,
     info='backend=x86 model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
          'features=fixed_counters,global_ctrl,ovfl_intr,emulated\n',
     events=[e for e in SIM_PMU.events if 'SIM_PHASE' not in e]))
@@ -285,9 +287,21 @@ def needsExactEvents(obj):
     return bool(getattr(obj, '_pfmfs_exact_events', False))
 
 
+def perfOnly(obj):
+    """Marks a test method or class about the perf backend itself (real
+    programs against perf stat): collected on perf only."""
+    obj._pfmfs_perf_only = True
+    return obj
+
+
+def isPerfOnly(obj):
+    return bool(getattr(obj, '_pfmfs_perf_only', False))
+
+
 def leftOut(obj):
     """Whether BACKEND leaves this test (method or class) out."""
-    return (not SIM and isSimOnly(obj)) or (X86 and needsExactEvents(obj))
+    return ((not SIM and isSimOnly(obj)) or (X86 and needsExactEvents(obj))
+            or (BACKEND != 'perf' and isPerfOnly(obj)))
 
 
 class BackendLoader(unittest.TestLoader):
@@ -299,6 +313,7 @@ class BackendLoader(unittest.TestLoader):
         super().__init__()
         self.left_out = 0
         self.sim_only = 0
+        self.perf_only = 0
         self.exact_events = 0
 
     def getTestCaseNames(self, testCaseClass):
@@ -310,6 +325,8 @@ class BackendLoader(unittest.TestLoader):
                 kept.append(n)
             elif not SIM and (isSimOnly(testCaseClass) or isSimOnly(method)):
                 self.sim_only += 1
+            elif isPerfOnly(testCaseClass) or isPerfOnly(method):
+                self.perf_only += 1
             else:
                 self.exact_events += 1
         self.left_out += len(names) - len(kept)
@@ -319,6 +336,8 @@ class BackendLoader(unittest.TestLoader):
         parts = []
         if self.sim_only:
             parts.append(f'{self.sim_only} sim-only tests')
+        if self.perf_only:
+            parts.append(f'{self.perf_only} perf-only tests')
         if self.exact_events:
             parts.append(f'{self.exact_events} exact-events tests')
         return ', '.join(parts) + ' not collected' if parts else ''

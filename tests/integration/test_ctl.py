@@ -282,19 +282,29 @@ class CtlTest(MountTestCase):
         # own close would otherwise be the last one and destroy it).
         fd = os.open(s.path('state'), os.O_RDONLY)
         self.addCleanup(os.close, fd)
-        if PMU.holds_threads:
-            s.write('flags', 'inherit autoclose no_msg notify_block\n')
-            self.assertEqual(s.read('flags'), 'notify_block no_msg autoclose inherit\n')
-        else:
-            s.write('flags', 'inherit autoclose no_msg\n')
-            self.assertEqual(s.read('flags'), 'no_msg autoclose inherit\n')
+        words = ['notify_block'] * PMU.holds_threads + ['no_msg', 'autoclose'] + ['inherit'] * PMU.inherits
+        s.write('flags', ' '.join(reversed(words)) + '\n')
+        self.assertEqual(s.read('flags'), ' '.join(words) + '\n')
         s.write('flags', 'no_msg')
         self.assertEqual(s.read('flags'), 'no_msg\n')  # a write replaces every flag
         s.write('flags', 'none\n')
         self.assertEqual(s.read('flags'), '\n')
-        s.write('flags', 'inherit\n')
+        s.write('flags', 'autoclose\n')
         s.write('flags', '\n')
         self.assertEqual(s.read('flags'), '\n')
+
+    def test_inherit_needs_a_backend_that_follows_children(self):
+        s = self.newSession()
+        if PMU.inherits:
+            s.write('flags', 'inherit\n')
+            self.assertEqual(s.read('flags'), 'inherit\n')
+            s.write('flags', '\n')
+        else:
+            self.assertRefused(s, errno.EOPNOTSUPP, 'flags', 'inherit\n', WATCHED)
+            self.assertEqual(s.read('flags'), '\n')
+        # A system-wide session follows no thread: refused, on every backend.
+        s.write('mode', 'system\n')
+        self.assertRefused(s, errno.EINVAL, 'flags', 'inherit\n', WATCHED)
 
     def test_notify_block_with_system_is_einval(self):
         s = self.newSession()
