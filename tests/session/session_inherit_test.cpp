@@ -5,10 +5,11 @@
 // Every followed thread moves with each advance; counts are rate x time
 // (cycles: 3 per ns). A child is followed from the moment the engine has
 // heard of it: the tests wait for `followed` to say so before advancing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sys/prctl.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -43,16 +44,26 @@ using pfmfs::testing::SimEngine;
 
 using u64 = std::uint64_t;
 
-// Forks a process that waits for one go() on the target's pipe and exits.
-// Async-signal-safe only (the test process has threads).
-pid_t forkWaiter(const ChildIo& io) {
-  pid_t c = ::fork();
-  if (c == 0) {
-    (void)io.awaitGo();
-    ::_exit(0);
-  }
-  return c;
+extern "C" char** environ;
+
+// Starts argv with its stdin on `in` and its stdout on /dev/null. Children
+// are spawned, not forked, and run programs that are not instrumented: the
+// sanitizers' runtimes start a thread of their own in a forked child, which
+// inheritance would follow like any other.
+pid_t spawn(int in, std::vector<const char*> argv) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, const_cast<char* const*>(argv.data()), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
 }
+
+// A child that waits for one go() on the target's pipe, then exits.
+pid_t forkWaiter(const ChildIo& io) { return spawn(io.go_fd, {"/usr/bin/head", "-c", "1"}); }
 
 class Inherit : public ::testing::Test {
  protected:
@@ -243,14 +254,9 @@ TEST_F(Inherit, AChildOfAnOlderControlIsDropped) {
 TEST_F(Inherit, GrandchildrenAreFollowed) {
   ForkedChild target([](const ChildIo& io) {
     if (!io.awaitGo()) return 1;
-    pid_t c = ::fork();
-    if (c == 0) {
-      pid_t g = forkWaiter(io);
-      io.report(static_cast<u64>(g));
-      ::waitpid(g, nullptr, 0);  // first go: the grandchild's
-      (void)io.awaitGo();        // second go: the child's
-      ::_exit(0);
-    }
+    // The child: a shell whose first head is the grandchild (the first go is
+    // its); then the shell becomes a head itself (the second go).
+    pid_t c = spawn(io.go_fd, {"/bin/sh", "-c", "head -c 1; exec head -c 1"});
     ::waitpid(c, nullptr, 0);
     io.report(0);
     return io.awaitGo() ? 0 : 1;
@@ -261,7 +267,6 @@ TEST_F(Inherit, GrandchildrenAreFollowed) {
   load(target.pid());
   start();
   target.go();
-  ASSERT_TRUE(target.report().has_value());
   ASSERT_EQ(waitFollowed(2).followed, 2u);
   sim_.advance(1000);  // three threads
   target.go();         // the grandchild exits
@@ -281,43 +286,56 @@ TEST_F(Inherit, GrandchildrenAreFollowed) {
 // Threads are children like processes; each is counted with fresh counts
 // starting at the value last written.
 TEST_F(Inherit, ThreadsStartAtTheWrittenValue) {
-  ForkedChild target([](const ChildIo& io) {
-    if (!io.awaitGo()) return 1;
-    static const ChildIo* shared;
-    shared = &io;
-    pthread_t t[2];
-    for (auto& th : t)
-      pthread_create(
-          &th, nullptr,
-          [](void*) -> void* {
-            (void)shared->awaitGo();
-            return nullptr;
-          },
-          nullptr);
-    io.report(2);
-    for (auto& th : t) pthread_join(th, nullptr);
-    io.report(0);
-    return 0;
-  });
-  ASSERT_TRUE(target.ok());
+  // The target: python3 (not instrumented, see spawn), which on its first
+  // byte starts two threads that each wait for one more, and says so.
+  int go[2], rep[2];
+  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(rep, O_CLOEXEC), 0);
+  const char* script =
+      "import os, threading\n"
+      "os.write(3, b'r')\n"
+      "os.read(0, 1)\n"
+      "ts = [threading.Thread(target=os.read, args=(0, 1)) for _ in range(2)]\n"
+      "[t.start() for t in ts]\n"
+      "os.write(3, b't')\n"
+      "[t.join() for t in ts]\n";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, go[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, rep[1], 3);
+  const char* argv[] = {"/usr/bin/python3", "-S", "-c", script, nullptr};
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, const_cast<char* const*>(argv), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(go[0]);
+  ::close(rep[1]);
+  auto said = [&] {
+    char c = 0;
+    return ::read(rep[0], &c, 1) == 1 ? c : '\0';
+  };
+  ASSERT_EQ(said(), 'r');
   flagsInherit();
   pmc(0, 0, kCycles);
   pmd(0, 0, 100);
-  load(target.pid());
+  load(pid);
   start();
-  target.go();
-  ASSERT_TRUE(target.report().has_value());
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ASSERT_EQ(said(), 't');
   ASSERT_EQ(waitFollowed(2).followed, 2u);
   sim_.advance(1000);
-  target.go();
-  target.go();
-  ASSERT_TRUE(target.report().has_value());
-  StateInfo i = waitState([](const StateInfo& s) { return s.followed == 0 && s.merged == 2; });
+  ASSERT_EQ(::write(go[1], "gg", 2), 2);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  sim_.engine().threadExited(pid);  // what the fs's thread watcher says
+  StateInfo i = waitState([](const StateInfo& s) { return s.state == State::Unloaded; });
   EXPECT_EQ(i.merged, 2u);
+  EXPECT_TRUE(i.exited);
   CountLine c = line(0, 0);
   EXPECT_EQ(c.value, 3100u);            // its own, from the written 100
   EXPECT_EQ(*c.children, 2u * 3000u);  // events, whatever they started at
-  EXPECT_EQ(target.wait(), 0);
+  ::close(go[1]);
+  ::close(rep[0]);
 }
 
 // Stop and start apply to every followed thread; set switches too, at the
