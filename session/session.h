@@ -223,6 +223,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void catchUpTo(std::uint64_t t_end);  // lockstep: every thread on the session's time
   void catchUpTree();                 // real clock with followers: each thread on its own
   std::uint64_t catchUpThread(Counters c);
+  void switchIfTimeIsUp();
   std::uint64_t advanceAll(std::uint64_t t);
   std::uint64_t nextOverflowAll();
   bool treeClock() const;

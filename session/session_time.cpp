@@ -95,16 +95,7 @@ void Session::catchUpTo(std::uint64_t t_end) {
     accountTo(t);
     drainOverflows();
     if (counting() && !interrupts_ && t >= saturatingAdd(last_sample_, period)) sampleActive();
-    auto time_is_up = [this] {
-      const SwitchSpec& sw = activeSet().switch_spec;
-      return counting() && sw.on_time && set_elapsed_ >= effectiveTimeout(sw);
-    };
-    if (time_is_up()) {
-      // An overflow in skid comes first, as at its interrupt: it may switch
-      // (the time switch is then moot) or mask (it waits for restart).
-      takeOverflowInSkid();
-      if (time_is_up()) switchTo(nextSet());
-    }
+    switchIfTimeIsUp();
     if (t >= t_end || anyHeld()) break;
   }
 }
@@ -135,14 +126,20 @@ void Session::catchUpTree() {
   accountTo(tree_now_);
   const std::uint64_t period = engine_.backend().samplingPeriodNs();
   if (counting() && !interrupts_ && tree_now_ >= saturatingAdd(last_sample_, period)) sampleActive();
+  switchIfTimeIsUp();
+}
+
+// The active set's time is up: the next set. An overflow in skid comes
+// first, as at its interrupt: it may switch (the time switch is then moot)
+// or mask (it waits for restart).
+void Session::switchIfTimeIsUp() {
   auto time_is_up = [this] {
     const SwitchSpec& sw = activeSet().switch_spec;
     return counting() && sw.on_time && set_elapsed_ >= effectiveTimeout(sw);
   };
-  if (time_is_up()) {
-    takeOverflowInSkid();
-    if (time_is_up()) switchTo(nextSet());
-  }
+  if (!time_is_up()) return;
+  takeOverflowInSkid();
+  if (time_is_up()) switchTo(nextSet());
 }
 
 // One thread to its present; returns how far its time moved since the last call.

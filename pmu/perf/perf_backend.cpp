@@ -28,13 +28,6 @@ constexpr std::size_t kRingPages = 1;
 // eight such sets, between two takes.
 constexpr std::size_t kInheritRingPages = 8;
 
-std::string paranoidHint() {
-  std::ifstream f("/proc/sys/kernel/perf_event_paranoid");
-  int level = 0;
-  if (f >> level) return fmt::format(" (perf_event_paranoid={})", level);
-  return "";
-}
-
 }  // namespace
 
 Status perfUsable() {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 namespace pfmfs::pmu::perf {
 
@@ -21,6 +22,13 @@ Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd) {
                std::strerror(e));
   }
   return Fd(static_cast<int>(fd));
+}
+
+std::string paranoidHint() {
+  std::ifstream f("/proc/sys/kernel/perf_event_paranoid");
+  int level = 0;
+  if (f >> level) return fmt::format(" (perf_event_paranoid={})", level);
+  return "";
 }
 
 namespace {

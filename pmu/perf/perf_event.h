@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "pmu/fd.h"
@@ -19,6 +20,10 @@ namespace pfmfs::pmu::perf {
 
 // perf_event_open with close-on-exec. The error keeps the kernel's errno.
 Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd);
+
+// " (perf_event_paranoid=N)", to end a refusal's reason with the setting
+// that most often explains it; "" if it cannot be read.
+std::string paranoidHint();
 
 // ioctls issued by this process through the functions below, all targets
 // together: how the tests and benchmarks see what a set switch costs.

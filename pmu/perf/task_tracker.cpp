@@ -14,18 +14,6 @@
 
 namespace pfmfs::pmu::perf {
 
-namespace {
-
-// Why perf refused, where a plain user's daemon would look first.
-std::string paranoidHint() {
-  std::ifstream f("/proc/sys/kernel/perf_event_paranoid");
-  int level = 0;
-  if (f >> level) return fmt::format(" (perf_event_paranoid={})", level);
-  return "";
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------- folder
 
 void TaskRecordFolder::beginTake(const Finished& finished, std::uint64_t now_ns) {

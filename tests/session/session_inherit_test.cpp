@@ -65,6 +65,17 @@ pid_t spawn(int in, std::vector<const char*> argv) {
 // A child that waits for one go() on the target's pipe, then exits.
 pid_t forkWaiter(const ChildIo& io) { return spawn(io.go_fd, {"/usr/bin/head", "-c", "1"}); }
 
+// The target most tests use: on the first go it creates one child, which
+// the second go ends, then it reports and waits for a third go to exit.
+int oneChild(const ChildIo& io) {
+  if (!io.awaitGo()) return 1;
+  pid_t c = forkWaiter(io);
+  io.report(static_cast<u64>(c));
+  ::waitpid(c, nullptr, 0);  // the next go is the child's
+  io.report(0);
+  return io.awaitGo() ? 0 : 1;
+}
+
 class Inherit : public ::testing::Test {
  protected:
   void SetUp() override { s_ = sim_.newSession(); }
@@ -130,14 +141,7 @@ class Inherit : public ::testing::Test {
 // counts; its final counts join `children` when it exits; the target's own
 // values stay its own.
 TEST_F(Inherit, ChildCountsAreMergedAtItsExitAndTheTargetKeepsItsOwn) {
-  ForkedChild target([](const ChildIo& io) {
-    if (!io.awaitGo()) return 1;
-    pid_t c = forkWaiter(io);
-    io.report(static_cast<u64>(c));
-    ::waitpid(c, nullptr, 0);  // the next go is the child's
-    io.report(0);
-    return io.awaitGo() ? 0 : 1;
-  });
+  ForkedChild target(oneChild);
   ASSERT_TRUE(target.ok());
   flagsInherit();
   pmc(0, 0, kCycles);
@@ -175,14 +179,7 @@ TEST_F(Inherit, ChildCountsAreMergedAtItsExitAndTheTargetKeepsItsOwn) {
 // Without inherit a child is neither followed nor counted, and the lines
 // carry no children keys.
 TEST_F(Inherit, WithoutInheritNothingIsFollowed) {
-  ForkedChild target([](const ChildIo& io) {
-    if (!io.awaitGo()) return 1;
-    pid_t c = forkWaiter(io);
-    io.report(static_cast<u64>(c));
-    ::waitpid(c, nullptr, 0);
-    io.report(0);
-    return io.awaitGo() ? 0 : 1;
-  });
+  ForkedChild target(oneChild);
   ASSERT_TRUE(target.ok());
   pmc(0, 0, kCycles);
   load(target.pid());
@@ -341,14 +338,7 @@ TEST_F(Inherit, ThreadsStartAtTheWrittenValue) {
 // Stop and start apply to every followed thread; set switches too, at the
 // session's instants, with runs and durations counted once.
 TEST_F(Inherit, StopAndSwitchesApplyToChildren) {
-  ForkedChild target([](const ChildIo& io) {
-    if (!io.awaitGo()) return 1;
-    pid_t c = forkWaiter(io);
-    io.report(static_cast<u64>(c));
-    ::waitpid(c, nullptr, 0);
-    io.report(0);
-    return io.awaitGo() ? 0 : 1;
-  });
+  ForkedChild target(oneChild);
   ASSERT_TRUE(target.ok());
   flagsInherit();
   ASSERT_TRUE(s_->createSet(1).ok());
@@ -428,14 +418,7 @@ TEST_F(Inherit, TheSessionOutlivesItsTargetUntilTheLastChild) {
 // A child's counter overflows like the target's: the message carries the
 // child's pid and tid, the session masks, restart resets the child's PMD.
 TEST_F(Inherit, AChildsOverflowNotifiesWithItsPidAndTid) {
-  ForkedChild target([](const ChildIo& io) {
-    if (!io.awaitGo()) return 1;
-    pid_t c = forkWaiter(io);
-    io.report(static_cast<u64>(c));
-    ::waitpid(c, nullptr, 0);
-    io.report(0);
-    return io.awaitGo() ? 0 : 1;
-  });
+  ForkedChild target(oneChild);
   ASSERT_TRUE(target.ok());
   flagsInherit();
   pmc(0, 0, kCycles);
@@ -480,14 +463,7 @@ TEST_F(Inherit, AChildsOverflowNotifiesWithItsPidAndTid) {
 // Unload (and so rmdir) lets every child go: none stays followed, and their
 // unfinished counts are dropped.
 TEST_F(Inherit, UnloadLetsChildrenGo) {
-  ForkedChild target([](const ChildIo& io) {
-    if (!io.awaitGo()) return 1;
-    pid_t c = forkWaiter(io);
-    io.report(static_cast<u64>(c));
-    ::waitpid(c, nullptr, 0);
-    io.report(0);
-    return io.awaitGo() ? 0 : 1;
-  });
+  ForkedChild target(oneChild);
   ASSERT_TRUE(target.ok());
   flagsInherit();
   pmc(0, 0, kCycles);
