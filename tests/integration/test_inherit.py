@@ -88,10 +88,12 @@ class Target:
 
 
 def alive(pid):
+    """Whether pid runs (not a zombie). A process reaped between the open and
+    the read is ESRCH: gone too."""
     try:
         with open(f'/proc/{pid}/stat') as f:
             return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
