@@ -610,17 +610,24 @@ void Filesystem::read(fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, f
   }
   // The reply is sent after the handle is let go of: once the kernel has it,
   // the reader may close, and the release may free `of` on another thread.
+  // An error reply too: replying under of->mutex let a release free the
+  // mutex before its unlock (seen under TSan in the storm test).
   std::string chunk;
+  int error = 0;
   {
     std::lock_guard lock(of->mutex);
     if (off == 0) {
       auto text = render(n);
-      if (!text) return (void)fuse_reply_err(req, -text.code());
-      of->text = std::move(*text);
+      if (text) {
+        of->text = std::move(*text);
+      } else {
+        error = -text.code();
+      }
     }
-    if (off >= 0 && static_cast<std::size_t>(off) < of->text.size())
+    if (!error && off >= 0 && static_cast<std::size_t>(off) < of->text.size())
       chunk = of->text.substr(static_cast<std::size_t>(off), size);
   }
+  if (error) return (void)fuse_reply_err(req, error);
   fuse_reply_buf(req, chunk.data(), chunk.size());
 }
 
