@@ -271,7 +271,14 @@ void t_kill9(void)
 		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, victim.tid));
 		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_HOLD, THREAD, victim.tid));
 		kt_sleep_ms(100);
-		st = kt_cpu_state(fd, 1);
+		/* busy is cpu 1's current thread nearly always, not at every
+		 * instant: a kernel thread may run there when we look. */
+		for (i = 0; i < 100; i++) {
+			st = kt_cpu_state(fd, 1);
+			if (st.owner_tid == (uint32_t)busy.tid)
+				break;
+			kt_sleep_ms(10);
+		}
 		report[0] = kt_rd_ok(fd, THREAD, busy.tid, MSR_PMC0 + 1);
 		report[1] = st.owner_tid == (uint32_t)busy.tid ? st.global_ctrl : 0;
 		CHECK(write(ready[1], report, sizeof(report)) == sizeof(report), "ready");
