@@ -228,16 +228,21 @@ static long pfh_ioc_target(struct pfh_file *f, unsigned int cmd,
 	}
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return pfh_bad(-EFAULT, "%s: bad address", what);
-	if (a.flags || a.reserved || a.target > PFMFS_HELPER_TARGET_CPU)
-		return pfh_bad(-EINVAL, "%s: target %u flags 0x%x reserved %u",
-			       what, a.target, a.flags, a.reserved);
+	if (a.reserved || a.target > PFMFS_HELPER_TARGET_CPU)
+		return pfh_bad(-EINVAL, "%s: target %u reserved %u",
+			       what, a.target, a.reserved);
+	if (a.flags && (cmd != PFMFS_HELPER_IOC_ATTACH ||
+			a.target != PFMFS_HELPER_TARGET_THREAD ||
+			(a.flags & ~PFMFS_HELPER_ATTACH_INHERIT)))
+		return pfh_bad(-EINVAL, "%s: %s %u: flags 0x%x", what,
+			       a.target ? "cpu" : "thread", a.id, a.flags);
 	if (a.target == PFMFS_HELPER_TARGET_CPU &&
 	    (cmd == PFMFS_HELPER_IOC_HOLD || cmd == PFMFS_HELPER_IOC_RELEASE))
 		return pfh_bad(-EINVAL, "%s: threads only", what);
 
 	mutex_lock(&pfh_mutex);
 	if (cmd == PFMFS_HELPER_IOC_ATTACH) {
-		ret = pfh_attach(f, a.target, a.id);
+		ret = pfh_attach(f, a.target, a.id, a.flags);
 		goto out;
 	}
 	t = pfh_file_target(f, a.target, a.id);
@@ -259,6 +264,62 @@ static long pfh_ioc_target(struct pfh_file *f, unsigned int cmd,
 	}
 out:
 	mutex_unlock(&pfh_mutex);
+	return ret;
+}
+
+static long pfh_ioc_template(struct pfh_file *f, void __user *uarg)
+{
+	struct pfmfs_helper_msr *ops = NULL;
+	struct pfmfs_helper_template tpl;
+	struct pfh_target *t;
+	unsigned int n;
+	long ret;
+	u32 i;
+
+	if (copy_from_user(&tpl, uarg, sizeof(tpl)))
+		return pfh_bad(-EFAULT, "TEMPLATE: bad address");
+	if (tpl.reserved || tpl.count > PFMFS_HELPER_MAX_BATCH)
+		return pfh_bad(-EINVAL, "TEMPLATE: count %u reserved %llu",
+			       tpl.count, tpl.reserved);
+	if (tpl.count) {
+		ops = kmalloc_array(tpl.count, sizeof(*ops), GFP_KERNEL);
+		if (!ops)
+			return -ENOMEM;
+		if (copy_from_user(ops, u64_to_user_ptr(tpl.ops),
+				   tpl.count * sizeof(*ops))) {
+			ret = pfh_bad(-EFAULT, "TEMPLATE: bad ops address");
+			goto out;
+		}
+	}
+	for (i = 0; i < tpl.count; i++) {
+		if (ops[i].reserved) {
+			ret = pfh_bad(-EINVAL, "TEMPLATE: op %u: reserved %u", i,
+				      ops[i].reserved);
+			goto out;
+		}
+		if (pfh_msr_classify(ops[i].msr, &n) == PFH_K_NONE) {
+			atomic64_inc(&pfh_stats.refused);
+			ret = pfh_bad(-EPERM, "TEMPLATE: MSR 0x%x is not on the allowlist",
+				      ops[i].msr);
+			goto out;
+		}
+	}
+	mutex_lock(&pfh_mutex);
+	t = pfh_file_target(f, PFMFS_HELPER_TARGET_THREAD, tpl.tid);
+	if (!t)
+		ret = pfh_bad(-EINVAL, "TEMPLATE: thread %u is not attached by this opener",
+			      tpl.tid);
+	else
+		ret = pfh_set_template(t, ops, tpl.count, tpl.tag);
+	mutex_unlock(&pfh_mutex);
+	if (ret == -ENOENT)
+		ret = pfh_bad(-EINVAL, "TEMPLATE: thread %u does not follow its children",
+			      tpl.tid);
+	else if (ret)
+		pfh_bad(ret, "TEMPLATE: thread %u: a register it may not name, or a value it cannot take",
+			tpl.tid);
+out:
+	kfree(ops);
 	return ret;
 }
 
@@ -324,6 +385,7 @@ static long pfh_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case PFMFS_HELPER_IOC_RELEASE:
 	case PFMFS_HELPER_IOC_STATS:
 	case PFMFS_HELPER_IOC_CPU_STATE:
+	case PFMFS_HELPER_IOC_TEMPLATE:
 		break;
 	default:
 		return pfh_bad(-ENOTTY, "unknown ioctl 0x%x", cmd);
@@ -340,6 +402,8 @@ static long pfh_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return pfh_ioc_stats(uarg);
 	case PFMFS_HELPER_IOC_CPU_STATE:
 		return pfh_ioc_cpu_state(uarg);
+	case PFMFS_HELPER_IOC_TEMPLATE:
+		return pfh_ioc_template(f, uarg);
 	default:
 		return pfh_ioc_target(f, cmd, uarg);
 	}

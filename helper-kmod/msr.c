@@ -204,8 +204,8 @@ static int pfh_hw_op(struct pfh_cpu *pc, struct pfh_image *img,
 	}
 }
 
-/* One access on an image that is not loaded anywhere. */
-static int pfh_image_op(struct pfh_image *img, struct pfmfs_helper_msr *op,
+/* One access on an image that is not loaded anywhere (or a template). */
+int pfh_image_op(struct pfh_image *img, struct pfmfs_helper_msr *op,
 			bool write)
 {
 	unsigned int n;

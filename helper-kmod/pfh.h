@@ -3,9 +3,12 @@
  * What the files of pfmfs_helper.ko share: the PMU's shape, register
  * images, targets, openers, the per-cpu state and the statistics.
  *
- * Locks, outermost first: pfh_mutex (targets, openers, activation), then an
- * image's raw spinlock (taken with irqs off, on any cpu). The NMI handler
- * takes no lock: it reads pfh_cpu.loaded and writes only NMI-safe fields.
+ * Locks, outermost first: pfh_mutex (targets, openers, activation), then
+ * pfh_targets_lock (the thread hash and the openers' target lists, which the
+ * fork probe changes too), then an image's raw spinlock (taken with irqs
+ * off, on any cpu). A family's raw spinlock (its template) is taken alone.
+ * The NMI handler takes no lock: it reads pfh_cpu.loaded and writes only
+ * NMI-safe fields.
  */
 #ifndef PFH_H
 #define PFH_H
@@ -18,6 +21,7 @@
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
+#include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -123,6 +127,18 @@ struct pfh_image {
 struct pfh_file;
 struct pfh_hold;
 
+/*
+ * The threads that PFMFS_HELPER_ATTACH_INHERIT follows: one thread attached
+ * with the flag and every child attached at its creation, and theirs. They
+ * share the template their children start with; each holds a reference.
+ */
+struct pfh_family {
+	refcount_t ref;
+	raw_spinlock_t lock;		/* template and tag; taken in the fork probe */
+	struct pfh_image template;	/* only the registers, never loaded */
+	u64 tag;			/* the caller's name of the template */
+};
+
 /* target flags */
 #define PFH_T_EXITED	0	/* the thread passed sched_process_exit: EXIT queued */
 
@@ -137,6 +153,8 @@ struct pfh_target {
 	struct hlist_node hnode;	/* threads: in pfh_threads, by task */
 	struct list_head node;		/* in owner->targets */
 	struct pfh_hold *hold;		/* threads: the hold queued, or NULL */
+	struct pfh_family *family;	/* threads that follow their children, or NULL */
+	bool linked;			/* in pfh_threads and owner->targets (pfh_targets_lock) */
 	unsigned long flags;		/* PFH_T_* */
 	struct rcu_head rcu;
 };
@@ -163,7 +181,8 @@ struct pfh_ring {
 /* One open file of /dev/pfmfs_helper. */
 struct pfh_file {
 	struct list_head node;		/* in pfh_files */
-	struct list_head targets;	/* its pfh_target's */
+	struct list_head targets;	/* its pfh_target's (pfh_targets_lock to change) */
+	bool closing;			/* no child is attached to it any more (pfh_targets_lock) */
 	struct pfh_ring ring;
 	wait_queue_head_t wq;		/* readers and pollers */
 	struct irq_work wake;		/* wakes them from any context */
@@ -192,6 +211,11 @@ struct pfh_cpu {
 DECLARE_PER_CPU(struct pfh_cpu, pfh_cpus);
 
 extern struct mutex pfh_mutex;
+/*
+ * pfh_threads and every opener's targets list change under this lock as
+ * well as pfh_mutex: the fork probe, which cannot sleep, adds children.
+ */
+extern spinlock_t pfh_targets_lock;
 extern struct list_head pfh_files;
 extern atomic_t pfh_nr_threads;
 extern unsigned int pfh_nr_cpu_targets;
@@ -217,6 +241,7 @@ int pfh_wrmsr(u32 msr, u64 value);
 int pfh_wrmsr_ctrl(struct pfh_cpu *pc, u32 msr, u64 value);
 void pfh_set_global(struct pfh_cpu *pc, struct pfh_image *img, u64 value);
 u64 pfh_int_bits(const u64 *evtsel, u64 fixed_ctrl);
+int pfh_image_op(struct pfh_image *img, struct pfmfs_helper_msr *op, bool write);
 int pfh_batch_cpu(struct pfh_file *f, u32 cpu, struct pfmfs_helper_msr *ops,
 		  u32 count, bool write);
 int pfh_batch_thread(struct pfh_target *t, struct pfmfs_helper_msr *ops,
@@ -230,7 +255,11 @@ void pfh_image_load(struct pfh_cpu *pc, struct pfh_target *t, bool by_switch);
 void pfh_image_save(struct pfh_cpu *pc, struct pfh_target *t, bool by_switch);
 struct pfh_target *pfh_find_thread(struct task_struct *task);
 struct pfh_target *pfh_file_target(struct pfh_file *f, u32 kind, u32 id);
-int pfh_attach(struct pfh_file *f, u32 kind, u32 id);
+int pfh_attach(struct pfh_file *f, u32 kind, u32 id, u32 flags);
+void pfh_attach_child(struct pfh_target *parent, struct task_struct *child,
+		      struct pfmfs_helper_record *rec);
+int pfh_set_template(struct pfh_target *t, struct pfmfs_helper_msr *ops,
+		     u32 count, u64 tag);
 void pfh_detach(struct pfh_target *t);
 void pfh_file_cleanup(struct pfh_file *f);
 int pfh_cpu_state(struct pfmfs_helper_cpu_state *st);
@@ -256,7 +285,7 @@ void pfh_record_overflow(struct pfh_target *t, u64 status, struct pt_regs *regs)
 /* ring.c */
 int pfh_ring_init(struct pfh_ring *r, unsigned int records);
 void pfh_ring_free(struct pfh_ring *r);
-void pfh_queue_record(struct pfh_file *f, struct pfmfs_helper_record *rec);
+bool pfh_queue_record(struct pfh_file *f, struct pfmfs_helper_record *rec);
 ssize_t pfh_ring_read(struct pfh_file *f, char __user *buf, size_t len,
 		      bool nonblock);
 bool pfh_ring_readable(struct pfh_file *f);

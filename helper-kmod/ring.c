@@ -114,16 +114,19 @@ bool pfh_ring_readable(struct pfh_file *f)
 	return smp_load_acquire(&r->slots[tail & r->mask].seq) == tail + 1;
 }
 
-/* Queues a record for an opener, from any context. */
-void pfh_queue_record(struct pfh_file *f, struct pfmfs_helper_record *rec)
+/* Queues a record for an opener, from any context: false if it was dropped. */
+bool pfh_queue_record(struct pfh_file *f, struct pfmfs_helper_record *rec)
 {
-	if (pfh_ring_push(&f->ring, rec)) {
+	bool queued = pfh_ring_push(&f->ring, rec);
+
+	if (queued) {
 		atomic64_inc(&pfh_stats.records);
 	} else {
 		atomic64_inc(&f->ring.lost);
 		atomic64_inc(&pfh_stats.lost);
 	}
 	irq_work_queue(&f->wake);
+	return queued;
 }
 
 void pfh_ring_wake(struct irq_work *work)

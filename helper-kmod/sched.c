@@ -2,7 +2,8 @@
 /*
  * The scheduler's tracepoints: sched_switch saves and loads the
  * images of monitored threads, sched_process_exit reports an attached
- * thread's exit, sched_process_fork reports its children.
+ * thread's exit, sched_process_fork reports its children and attaches
+ * them where the parent follows its children.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -56,12 +57,18 @@ static void pfh_probe_exit(void *data, struct task_struct *p)
 		rec.cpu = raw_smp_processor_id();
 		rec.pid = t->pid;
 		rec.tid = t->id;
+		/* As of its last tick or switch: what the daemon's clock needs. */
+		rec.value = READ_ONCE(p->se.sum_exec_runtime);
 		rec.time_ns = ktime_get_mono_fast_ns();
 		pfh_queue_record(t->owner, &rec);
 	}
 	rcu_read_unlock();
 }
 
+/*
+ * Called before the child is first woken. A parent that follows its
+ * children gets the child attached (pfh_attach_child queues the record).
+ */
 static void pfh_probe_fork(void *data, struct task_struct *parent,
 			   struct task_struct *child)
 {
@@ -79,7 +86,10 @@ static void pfh_probe_fork(void *data, struct task_struct *parent,
 		rec.child_pid = task_tgid_nr_ns(child, t->owner->pid_ns);
 		rec.child_tid = task_pid_nr_ns(child, t->owner->pid_ns);
 		rec.time_ns = ktime_get_mono_fast_ns();
-		pfh_queue_record(t->owner, &rec);
+		if (t->family)
+			pfh_attach_child(t, child, &rec);
+		else
+			pfh_queue_record(t->owner, &rec);
 	}
 	rcu_read_unlock();
 }

@@ -23,6 +23,7 @@
 DEFINE_PER_CPU(struct pfh_cpu, pfh_cpus);
 /* Targets, openers, the first open and the last close (see pfh.h). */
 DEFINE_MUTEX(pfh_mutex);
+DEFINE_SPINLOCK(pfh_targets_lock);
 LIST_HEAD(pfh_files);
 atomic_t pfh_nr_threads = ATOMIC_INIT(0);
 unsigned int pfh_nr_cpu_targets;
@@ -41,14 +42,20 @@ struct pfh_target *pfh_find_thread(struct task_struct *task)
 	return NULL;
 }
 
+/* Under pfh_mutex: the target stays until the caller lets go of it. */
 struct pfh_target *pfh_file_target(struct pfh_file *f, u32 kind, u32 id)
 {
-	struct pfh_target *t;
+	struct pfh_target *t, *found = NULL;
 
-	list_for_each_entry(t, &f->targets, node)
-		if (t->kind == kind && t->id == id)
-			return t;
-	return NULL;
+	spin_lock(&pfh_targets_lock);
+	list_for_each_entry(t, &f->targets, node) {
+		if (t->kind == kind && t->id == id) {
+			found = t;
+			break;
+		}
+	}
+	spin_unlock(&pfh_targets_lock);
+	return found;
 }
 
 /* Stops the counters of this cpu's PMU and clears what was programmed. */
@@ -248,10 +255,34 @@ static void pfh_target_free_rcu(struct rcu_head *head)
 
 	if (t->task)
 		put_task_struct(t->task);
+	if (t->family && refcount_dec_and_test(&t->family->ref))
+		kfree(t->family);
 	kfree(t);
 }
 
-static int pfh_attach_thread(struct pfh_file *f, u32 tid)
+/* Under pfh_targets_lock. */
+static void pfh_link_thread(struct pfh_file *f, struct pfh_target *t)
+{
+	hash_add_rcu(pfh_threads, &t->hnode, (unsigned long)t->task);
+	list_add_tail(&t->node, &f->targets);
+	t->linked = true;
+	atomic_inc(&pfh_nr_threads);
+	atomic64_inc(&pfh_stats.attached);
+}
+
+/* Under pfh_targets_lock. */
+static void pfh_unlink(struct pfh_target *t)
+{
+	list_del(&t->node);
+	t->linked = false;
+	if (t->kind == PFMFS_HELPER_TARGET_THREAD) {
+		hash_del_rcu(&t->hnode);
+		atomic_dec(&pfh_nr_threads);
+	}
+	atomic64_dec(&pfh_stats.attached);
+}
+
+static int pfh_attach_thread(struct pfh_file *f, u32 tid, u32 flags)
 {
 	struct task_struct *task = NULL;
 	struct pfh_target *t;
@@ -276,25 +307,43 @@ static int pfh_attach_thread(struct pfh_file *f, u32 tid)
 		put_task_struct(task);
 		return ret;
 	}
-	if (pfh_nr_cpu_targets || pfh_find_thread(task)) {
-		pr_warn_ratelimited("pid %d: ATTACH: thread %u: %s\n",
-				    task_pid_nr(current), tid,
-				    pfh_nr_cpu_targets ? "cpus are monitored" :
-				    "attached already");
+	/* Attached already: checked below, under the lock the fork probe takes. */
+	if (pfh_nr_cpu_targets) {
+		pr_warn_ratelimited("pid %d: ATTACH: thread %u: cpus are monitored\n",
+				    task_pid_nr(current), tid);
 		put_task_struct(task);
 		return -EBUSY;
 	}
 	t = pfh_target_alloc(f, PFMFS_HELPER_TARGET_THREAD, tid);
-	if (!t) {
+	if (t && (flags & PFMFS_HELPER_ATTACH_INHERIT)) {
+		t->family = kzalloc(sizeof(*t->family), GFP_KERNEL);
+		if (t->family) {
+			refcount_set(&t->family->ref, 1);
+			raw_spin_lock_init(&t->family->lock);
+			raw_spin_lock_init(&t->family->template.lock);
+			t->family->template.cpu = -1;
+		}
+	}
+	if (!t || ((flags & PFMFS_HELPER_ATTACH_INHERIT) && !t->family)) {
+		kfree(t);
 		put_task_struct(task);
 		return -ENOMEM;
 	}
 	t->task = task;
 	t->pid = task_tgid_nr_ns(task, f->pid_ns);
-	hash_add_rcu(pfh_threads, &t->hnode, (unsigned long)task);
-	list_add_tail(&t->node, &f->targets);
-	atomic_inc(&pfh_nr_threads);
-	atomic64_inc(&pfh_stats.attached);
+	spin_lock(&pfh_targets_lock);
+	/* A child of an inheriting thread may have been attached meanwhile. */
+	if (pfh_find_thread(task)) {
+		spin_unlock(&pfh_targets_lock);
+		pr_warn_ratelimited("pid %d: ATTACH: thread %u: attached already\n",
+				    task_pid_nr(current), tid);
+		kfree(t->family);
+		kfree(t);
+		put_task_struct(task);
+		return -EBUSY;
+	}
+	pfh_link_thread(f, t);
+	spin_unlock(&pfh_targets_lock);
 
 	/*
 	 * Exit sets PF_EXITING before its tracepoint; a thread that exits
@@ -346,8 +395,11 @@ static int pfh_attach_cpu(struct pfh_file *f, u32 cpu)
 	}
 	pc->cpu_target = t;
 	pfh_nr_cpu_targets++;
+	spin_lock(&pfh_targets_lock);
 	list_add_tail(&t->node, &f->targets);
+	t->linked = true;
 	atomic64_inc(&pfh_stats.attached);
+	spin_unlock(&pfh_targets_lock);
 	cpumask_set_cpu(cpu, f->touched);
 	smp_call_function_single(cpu, pfh_cpu_attach_fn, t, 1);
 out:
@@ -356,12 +408,12 @@ out:
 }
 
 /* ATTACH, under pfh_mutex. */
-int pfh_attach(struct pfh_file *f, u32 kind, u32 id)
+int pfh_attach(struct pfh_file *f, u32 kind, u32 id, u32 flags)
 {
 	int ret;
 
 	if (kind == PFMFS_HELPER_TARGET_THREAD)
-		ret = pfh_attach_thread(f, id);
+		ret = pfh_attach_thread(f, id, flags);
 	else
 		ret = pfh_attach_cpu(f, id);
 	if (!ret)
@@ -390,17 +442,119 @@ void pfh_detach(struct pfh_target *t)
 		/* The cpu went offline: its PMU holds nothing for anyone. */
 		WRITE_ONCE(per_cpu(pfh_cpus, cpu).loaded, NULL);
 	}
-	list_del(&t->node);
+	spin_lock(&pfh_targets_lock);
+	pfh_unlink(t);
+	spin_unlock(&pfh_targets_lock);
 	if (t->kind == PFMFS_HELPER_TARGET_THREAD) {
-		hash_del_rcu(&t->hnode);
-		atomic_dec(&pfh_nr_threads);
 		pfh_release(t);
 	} else {
 		per_cpu(pfh_cpus, t->id).cpu_target = NULL;
 		pfh_nr_cpu_targets--;
 	}
-	atomic64_dec(&pfh_stats.attached);
 	call_rcu(&t->rcu, pfh_target_free_rcu);
+}
+
+/*
+ * The fork probe, for a parent whose family follows its children: the child
+ * is attached, before it first runs, with the family's template, if its
+ * FORK record `rec` can be queued (else nobody would know it is counted).
+ * The record is queued here either way. Preemption is off, under RCU; the
+ * child has not been woken, so no cpu loads it before it is linked.
+ */
+void pfh_attach_child(struct pfh_target *parent, struct task_struct *child,
+		      struct pfmfs_helper_record *rec)
+{
+	struct pfh_family *fam = parent->family;
+	struct pfh_file *f = parent->owner;
+	struct pfh_target *t = NULL;
+	unsigned long flags;
+	bool queued, free_now;
+
+	if (rec->child_pid && rec->child_tid)
+		t = kzalloc(sizeof(*t), GFP_NOWAIT | __GFP_NOWARN);
+	if (t) {
+		raw_spin_lock_init(&t->img.lock);
+		t->img.cpu = -1;
+		t->owner = f;
+		t->kind = PFMFS_HELPER_TARGET_THREAD;
+		t->id = rec->child_tid;
+		t->pid = rec->child_pid;
+		raw_spin_lock_irqsave(&fam->lock, flags);
+		memcpy(t->img.evtsel, fam->template.evtsel, sizeof(t->img.evtsel));
+		memcpy(t->img.pmc, fam->template.pmc, sizeof(t->img.pmc));
+		memcpy(t->img.fixed, fam->template.fixed, sizeof(t->img.fixed));
+		t->img.fixed_ctrl = fam->template.fixed_ctrl;
+		t->img.global_ctrl = fam->template.global_ctrl;
+		rec->value = fam->tag;
+		raw_spin_unlock_irqrestore(&fam->lock, flags);
+		refcount_inc(&fam->ref);
+		t->family = fam;
+		get_task_struct(child);
+		t->task = child;
+	}
+
+	spin_lock(&pfh_targets_lock);
+	/*
+	 * Its pid exists since copy_process(): an ATTACH by another opener
+	 * may have taken it already (pfh_attach_thread() checks again under
+	 * this lock, so one of the two wins).
+	 */
+	if (t && parent->linked && !f->closing && !pfh_find_thread(child)) {
+		pfh_link_thread(f, t);
+		rec->flags |= PFMFS_HELPER_FORK_ATTACHED;
+	} else {
+		rec->value = 0;
+	}
+	queued = pfh_queue_record(f, rec);
+	if (t && t->linked && !queued)
+		pfh_unlink(t);
+	/*
+	 * Decided under the lock: once it is linked and the lock dropped, it
+	 * is the opener's, and a DETACH or close may free it at once.
+	 */
+	free_now = t && !t->linked;
+	spin_unlock(&pfh_targets_lock);
+	/* Not linked, or seen in the hash for a moment: freed after RCU readers. */
+	if (free_now)
+		call_rcu(&t->rcu, pfh_target_free_rcu);
+}
+
+/* TEMPLATE, under pfh_mutex: rebuilt whole, all or nothing. */
+int pfh_set_template(struct pfh_target *t, struct pfmfs_helper_msr *ops,
+		     u32 count, u64 tag)
+{
+	struct pfh_family *fam = t->family;
+	struct pfh_image img;
+	unsigned long flags;
+	unsigned int n;
+	u32 i;
+
+	if (!fam)
+		return -ENOENT;
+	memset(&img, 0, sizeof(img));
+	for (i = 0; i < count; i++) {
+		switch (pfh_msr_classify(ops[i].msr, &n)) {
+		case PFH_K_EVTSEL:
+		case PFH_K_PMC:
+		case PFH_K_FIXED:
+		case PFH_K_FIXED_CTRL:
+		case PFH_K_GLOBAL_CTRL:
+			break;
+		default:
+			return -EINVAL;
+		}
+		if (pfh_image_op(&img, &ops[i], true))
+			return -EINVAL;
+	}
+	raw_spin_lock_irqsave(&fam->lock, flags);
+	memcpy(fam->template.evtsel, img.evtsel, sizeof(img.evtsel));
+	memcpy(fam->template.pmc, img.pmc, sizeof(img.pmc));
+	memcpy(fam->template.fixed, img.fixed, sizeof(img.fixed));
+	fam->template.fixed_ctrl = img.fixed_ctrl;
+	fam->template.global_ctrl = img.global_ctrl;
+	fam->tag = tag;
+	raw_spin_unlock_irqrestore(&fam->lock, flags);
+	return 0;
 }
 
 /* IPI at a closing opener's cpus: clears what it left, if no image is loaded. */
@@ -417,6 +571,10 @@ void pfh_file_cleanup(struct pfh_file *f)
 {
 	struct pfh_target *t, *next;
 
+	/* From now on no fork adds a child to it: the list only shrinks. */
+	spin_lock(&pfh_targets_lock);
+	f->closing = true;
+	spin_unlock(&pfh_targets_lock);
 	list_for_each_entry_safe(t, next, &f->targets, node)
 		pfh_detach(t);
 	cpus_read_lock();

@@ -14,7 +14,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define PFMFS_HELPER_ABI_VERSION 1
+#define PFMFS_HELPER_ABI_VERSION 2
 #define PFMFS_HELPER_DEVICE "/dev/pfmfs_helper"
 
 /* Most MSR operations in one batch. */
@@ -86,12 +86,44 @@ struct pfmfs_helper_batch {
  * DETACH: stops the target's counters and forgets it (releases a hold).
  * HOLD (threads only): the thread does not return to user space until
  * RELEASE, DETACH or the opener's close; a fatal signal still ends it.
+ *
+ * ATTACH of a thread with PFMFS_HELPER_ATTACH_INHERIT: every thread and
+ * process it creates from then on, and theirs, is attached to the same
+ * opener at its creation, before it first runs, with the family's template
+ * (PFMFS_HELPER_IOC_TEMPLATE) as its register image: it counts from its
+ * first instruction. Its FORK record says so (PFMFS_HELPER_FORK_ATTACHED)
+ * and carries the template's tag. A child is attached only if its FORK
+ * record was queued (a full ring: not attached, counted as lost), memory
+ * allowed it, and its ids exist in the opener's pid namespace. It is an
+ * attached thread like any other: DETACH lets it go.
  */
 struct pfmfs_helper_target {
 	__u32 target;		/* PFMFS_HELPER_TARGET_* */
 	__u32 id;		/* tid or cpu number */
-	__u32 flags;		/* 0 */
+	__u32 flags;		/* ATTACH of a thread: PFMFS_HELPER_ATTACH_*; otherwise 0 */
 	__u32 reserved;		/* 0 */
+};
+
+#define PFMFS_HELPER_ATTACH_INHERIT	0x1	/* attach its children at their creation */
+
+/*
+ * PFMFS_HELPER_IOC_TEMPLATE: the register image that children created from
+ * now on start with, for the family of thread `tid` (attached by this opener
+ * with PFMFS_HELPER_ATTACH_INHERIT, or a child attached that way: they share
+ * one template). The image is rebuilt whole: every register `ops` does not
+ * name is 0, so that an empty template (count 0) counts nothing, which is
+ * the template at ATTACH (tag 0). Only PERFEVTSELx, PMCx, FIXED_CTRx,
+ * FIXED_CTR_CTRL and PERF_GLOBAL_CTRL may be named; a value the register
+ * cannot take, or any other MSR, refuses the whole call (-EINVAL, -EPERM off
+ * the allowlist) and leaves the template as it was. `tag` is the caller's
+ * name for it: FORK records of children that got it carry it in `value`.
+ */
+struct pfmfs_helper_template {
+	__u64 ops;		/* user address of struct pfmfs_helper_msr[count] (writes) */
+	__u32 count;		/* 0..PFMFS_HELPER_MAX_BATCH */
+	__u32 tid;		/* a thread of the family */
+	__u64 tag;		/* the caller's */
+	__u64 reserved;		/* 0 */
 };
 
 /*
@@ -106,17 +138,24 @@ struct pfmfs_helper_record {
 	__u32 cpu;		/* the cpu where it happened */
 	__u32 pid;		/* process (tgid) of the thread concerned */
 	__u32 tid;		/* the thread concerned: interrupted, exited, or the parent of a fork */
-	__u64 value;		/* OVERFLOW: PERF_GLOBAL_STATUS bits that overflowed; LOST: records dropped */
+	__u64 value;		/* OVERFLOW: PERF_GLOBAL_STATUS bits that overflowed; LOST: records
+				 * dropped; EXIT: the thread's CPU time in ns; FORK of an attached
+				 * child: the tag of the template it started with */
 	__u64 ip;		/* OVERFLOW: instruction pointer (user-level when the interrupt hit the kernel) */
 	__u32 child_pid;	/* FORK: the child's process id */
 	__u32 child_tid;	/* FORK: the child's thread id */
 	__u64 time_ns;		/* CLOCK_MONOTONIC when it happened */
+	__u32 flags;		/* FORK: PFMFS_HELPER_FORK_* */
+	__u32 reserved;		/* 0 */
 };
 
 #define PFMFS_HELPER_REC_OVERFLOW	1	/* a PMI: counters frozen (GLOBAL_CTRL 0) and status acknowledged */
 #define PFMFS_HELPER_REC_EXIT		2	/* an attached thread exited; its image keeps its final counts until DETACH */
 #define PFMFS_HELPER_REC_FORK		3	/* an attached thread created a thread or process */
 #define PFMFS_HELPER_REC_LOST		4	/* `value` records did not fit in the ring */
+
+/* FORK record flags */
+#define PFMFS_HELPER_FORK_ATTACHED	0x1	/* the child is attached (PFMFS_HELPER_ATTACH_INHERIT) */
 
 /*
  * PFMFS_HELPER_IOC_STATS: the module's counters since it was loaded, over
@@ -162,5 +201,6 @@ struct pfmfs_helper_cpu_state {
 #define PFMFS_HELPER_IOC_RELEASE	_IOW(PFMFS_HELPER_IOC_MAGIC, 6, struct pfmfs_helper_target)
 #define PFMFS_HELPER_IOC_STATS		_IOR(PFMFS_HELPER_IOC_MAGIC, 7, struct pfmfs_helper_stats)
 #define PFMFS_HELPER_IOC_CPU_STATE	_IOWR(PFMFS_HELPER_IOC_MAGIC, 8, struct pfmfs_helper_cpu_state)
+#define PFMFS_HELPER_IOC_TEMPLATE	_IOW(PFMFS_HELPER_IOC_MAGIC, 9, struct pfmfs_helper_template)
 
 #endif /* _UAPI_PFMFS_HELPER_H */

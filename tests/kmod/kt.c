@@ -359,6 +359,15 @@ static const struct kt_test kt_tests[] = {
 	{ "exit_fork", t_exit_fork },
 	{ "kill9", t_kill9 },
 	{ "stress", t_stress },
+	{ "inherit_fork", t_inherit_fork },
+	{ "inherit_tree", t_inherit_tree },
+	{ "inherit_template", t_inherit_template },
+	{ "inherit_off", t_inherit_off },
+	{ "inherit_refuse", t_inherit_refuse },
+	{ "inherit_close", t_inherit_close },
+	{ "inherit_lost", t_inherit_lost },
+	{ "inherit_race", t_inherit_race },
+	{ "inherit_dup", t_inherit_dup },
 };
 
 int main(int argc, char **argv)

@@ -147,5 +147,14 @@ void t_exit_fork(void);
 void t_kill9(void);
 void t_stress(void);
 void t_shape(void);
+void t_inherit_fork(void);
+void t_inherit_tree(void);
+void t_inherit_template(void);
+void t_inherit_off(void);
+void t_inherit_refuse(void);
+void t_inherit_close(void);
+void t_inherit_lost(void);
+void t_inherit_race(void);
+void t_inherit_dup(void);
 
 #endif /* KT_H */

@@ -19,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # Module parameters per test, after emulate=1.
 params_of() {
   case $1 in
-    lost) echo "ring_records=16" ;;
+    lost|inherit_lost) echo "ring_records=16" ;;
     overflow_cpu) echo "skid=3000000" ;;
     shape) echo "emulate_counters=8 emulate_width=40" ;;
     *) echo "" ;;

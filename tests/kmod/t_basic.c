@@ -377,9 +377,20 @@ void t_garbage(void)
 					  PFMFS_HELPER_IOC_HOLD, PFMFS_HELPER_IOC_RELEASE };
 
 		for (k = 0; k < 4; k++) {
-			tg = (struct pfmfs_helper_target){ .target = THREAD, .id = t.tid, .flags = 1 };
+			/*
+			 * Flags: PFMFS_HELPER_ATTACH_INHERIT on the ATTACH of a
+			 * thread only (below); any other flag, any flag of a cpu.
+			 */
+			tg = (struct pfmfs_helper_target){ .target = THREAD, .id = t.tid, .flags = 2 };
 			CHECK_ERR(kt_ioctl(fd, treq[k], &tg), EINVAL);
-			tg.flags = 0;
+			tg.flags = PFMFS_HELPER_ATTACH_INHERIT | 2;
+			CHECK_ERR(kt_ioctl(fd, treq[k], &tg), EINVAL);
+			tg.flags = 0x80000000;
+			CHECK_ERR(kt_ioctl(fd, treq[k], &tg), EINVAL);
+			tg = (struct pfmfs_helper_target){ .target = CPU, .id = 0,
+							  .flags = PFMFS_HELPER_ATTACH_INHERIT };
+			CHECK_ERR(kt_ioctl(fd, treq[k], &tg), EINVAL);
+			tg = (struct pfmfs_helper_target){ .target = THREAD, .id = t.tid };
 			tg.reserved = 5;
 			CHECK_ERR(kt_ioctl(fd, treq[k], &tg), EINVAL);
 			tg.reserved = 0;
@@ -394,6 +405,26 @@ void t_garbage(void)
 			CHECK_ERR(kt_target(fd, treq[k], THREAD, 0), EINVAL);
 			CHECK_ERR(kt_target(fd, treq[k], CPU, 0), EINVAL);
 		}
+	}
+	/*
+	 * INHERIT is a flag of ATTACH only: DETACH, HOLD and RELEASE with it
+	 * are refused, and leave the thread attached and running.
+	 */
+	{
+		unsigned long treq[3] = { PFMFS_HELPER_IOC_DETACH, PFMFS_HELPER_IOC_HOLD,
+					  PFMFS_HELPER_IOC_RELEASE };
+
+		tg = (struct pfmfs_helper_target){ .target = THREAD, .id = t.tid,
+						  .flags = PFMFS_HELPER_ATTACH_INHERIT };
+		CHECK_OK(kt_ioctl(fd, PFMFS_HELPER_IOC_ATTACH, &tg));
+		CHECK(kt_stats(fd).attached == s0.attached + 1, "ATTACH with INHERIT: attached %llu",
+		      (unsigned long long)kt_stats(fd).attached);
+		for (k = 0; k < 3; k++)
+			CHECK_ERR(kt_ioctl(fd, treq[k], &tg), EINVAL);
+		CHECK_ERR(kt_ioctl(fd, PFMFS_HELPER_IOC_ATTACH, &tg), EBUSY);
+		(void)kt_rd_ok(fd, THREAD, t.tid, MSR_PMC0);
+		CHECK(kt_stats(fd).held == s0.held, "HOLD with a flag held the thread");
+		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_DETACH, THREAD, t.tid));
 	}
 	CHECK_ERR(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, 0), ESRCH);
 	CHECK_ERR(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, 4194304), ESRCH);
