@@ -183,6 +183,16 @@ class TargetPmu {
   // stops at `final_time_ns` when given, else where it was last read.
   virtual void childExited(std::optional<std::uint64_t> /*final_time_ns*/) {}
 
+  // Inheritance::Adopt, on the target's PMU, for backends whose children
+  // count from their creation, before the engine hears of them (x86: the
+  // helper module attaches a child at fork with an image given beforehand):
+  // what a child created from now on starts with, the active set with every
+  // PMD at its initial value (SetImage::pmd_bits), counting or not. The
+  // engine calls it whenever either changes. A backend that honours it
+  // makes the child's first loadSet and enable of that same image keep the
+  // counts the child already has.
+  virtual void setChildImage(const SetImage& /*image*/, bool /*counting*/) {}
+
   // Inheritance::Aggregate, on the target's PMU: put every set on the PMU once
   // (counting disabled) so that children created from now on carry all of
   // them; the engine then loads the active set again. Called at start and

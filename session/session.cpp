@@ -163,6 +163,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     return fail(attached.error());
   }
   pmu_ = std::move(*attached);
+  child_image_.reset();
   target_ = t;
   state_ = State::Loaded;
   ever_loaded_ = true;

@@ -265,6 +265,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void targetExitedLocked();
   Status prepareSets();
   void dropFollowers();
+  void publishChildImage();
 
   Engine& engine_;
   const pmu::PmuDescription& desc_;
@@ -314,6 +315,15 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::uint64_t tree_now_ = 0;           // treeClock(): the session's time, CPU time of every followed thread
   std::uint64_t target_last_time_ = 0;   // treeClock(): the target's time at the last catch-up
   pid_t pending_tid_ = 0;                // masked: the thread whose PMDs restart resets (0: the target)
+  // publishChildImage(): what the backend was last told children start with.
+  struct ChildImage {
+    std::uint16_t set = 0;
+    std::vector<std::uint64_t> pmcs, pmd_bits;
+    pmu::RegMask pmds = 0;
+    bool counting = false;
+    bool operator==(const ChildImage&) const = default;
+  };
+  std::optional<ChildImage> child_image_;
 
   // Across loads.
   std::uint64_t enabled_ns_ = 0;

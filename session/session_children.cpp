@@ -173,6 +173,30 @@ Status Session::prepareSets() {
   return pmu_->prepareSets(images);
 }
 
+// Children that a backend starts at their creation (setChildImage) get the
+// control of the moment: the active set, each PMD at its initial value, and
+// whether the session counts. Told only when it changed.
+void Session::publishChildImage() {
+  if (!loaded() || !flags_.inherit || aggregate_ || mode_ != Mode::Thread) {
+    child_image_.reset();
+    return;
+  }
+  EventSet& s = activeSet();
+  ChildImage img;
+  img.set = s.id();
+  img.pmcs.resize(desc_.pmcs.size());
+  img.pmd_bits.resize(desc_.pmds.size());
+  for (std::size_t slot = 0; slot < img.pmcs.size(); ++slot) img.pmcs[slot] = s.hardwarePmc(slot, interrupts_);
+  for (std::size_t slot = 0; slot < img.pmd_bits.size(); ++slot)
+    img.pmd_bits[slot] = s.pmd(slot).initial & desc_.pmds[slot].widthMask();
+  img.pmds = s.usedPmds();
+  img.counting = counting();
+  if (child_image_ == img) return;
+  child_image_ = std::move(img);
+  pmu_->setChildImage(pmu::SetImage{child_image_->set, child_image_->pmcs, child_image_->pmds, child_image_->pmd_bits},
+                      child_image_->counting);
+}
+
 // Unload with children still followed: they are let go, their counts
 // unfinished and not merged.
 void Session::dropFollowers() {

@@ -16,6 +16,9 @@ class Session::Op {
  public:
   explicit Op(const Session& s) : s_(const_cast<Session&>(s)), lock_(s_.mutex_) {}
   ~Op() {
+    // Whatever the operation changed, children created from now on start
+    // with it (inherit on a backend that starts them before we hear of them).
+    s_.publishChildImage();
     bool notify = s_.notify_pending_;
     s_.notify_pending_ = false;
     lock_.unlock();

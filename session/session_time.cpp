@@ -60,8 +60,12 @@ void Session::catchUp() {
   if (!loaded()) return;
   catchUpNow();
   // A backend that notices its target is gone (the sim's real clock reading a
-  // reaped thread's CPU time, perf's hangup) ends the target's part.
-  if (loaded() && !target_exited_ && pmu_->gone()) targetExitedLocked();
+  // reaped thread's CPU time, perf's hangup) ends the target's part. News of
+  // children it created just before it went came first: they are followed.
+  if (loaded() && !target_exited_ && pmu_->gone()) {
+    drainChildEvents();
+    if (loaded() && !target_exited_) targetExitedLocked();
+  }
 }
 
 void Session::catchUpNow() {

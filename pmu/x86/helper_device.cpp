@@ -81,10 +81,11 @@ Status HelperDevice::writeMsrs(const Target& target, std::span<const pfmfs_helpe
   return batch(PFMFS_HELPER_IOC_MSR_WRITE, "MSR write", target, const_cast<pfmfs_helper_msr*>(ops.data()), ops.size());
 }
 
-Status HelperDevice::targetIoctl(unsigned long request, const char* what, const Target& target) {
+Status HelperDevice::targetIoctl(unsigned long request, const char* what, const Target& target, std::uint32_t flags) {
   pfmfs_helper_target t{};
   t.target = uapiTarget(target);
   t.id = static_cast<std::uint32_t>(target.id);
+  t.flags = flags;
   ioctls_.fetch_add(1, std::memory_order_relaxed);
   if (::ioctl(fd_.get(), request, &t) != 0) {
     int e = errno;
@@ -93,7 +94,25 @@ Status HelperDevice::targetIoctl(unsigned long request, const char* what, const 
   return {};
 }
 
-Status HelperDevice::attach(const Target& target) { return targetIoctl(PFMFS_HELPER_IOC_ATTACH, "attach", target); }
+Status HelperDevice::attach(const Target& target, std::uint32_t flags) {
+  return targetIoctl(PFMFS_HELPER_IOC_ATTACH, "attach", target, flags);
+}
+
+Status HelperDevice::setTemplate(pid_t tid, std::span<const pfmfs_helper_msr> ops, std::uint64_t tag) {
+  if (ops.size() > PFMFS_HELPER_MAX_BATCH)
+    return err(EINVAL, "child template of {} MSRs: at most {}", ops.size(), PFMFS_HELPER_MAX_BATCH);
+  pfmfs_helper_template t{};
+  t.ops = reinterpret_cast<std::uintptr_t>(ops.data());
+  t.count = static_cast<std::uint32_t>(ops.size());
+  t.tid = static_cast<std::uint32_t>(tid);
+  t.tag = tag;
+  ioctls_.fetch_add(1, std::memory_order_relaxed);
+  if (::ioctl(fd_.get(), PFMFS_HELPER_IOC_TEMPLATE, &t) != 0) {
+    int e = errno;
+    return err(e, "child template of thread {}: {}", tid, std::strerror(e));
+  }
+  return {};
+}
 Status HelperDevice::detach(const Target& target) { return targetIoctl(PFMFS_HELPER_IOC_DETACH, "detach", target); }
 Status HelperDevice::hold(const Target& target, bool held) {
   return held ? targetIoctl(PFMFS_HELPER_IOC_HOLD, "hold", target)

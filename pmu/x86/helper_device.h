@@ -45,7 +45,11 @@ class HelperDevice {
   Status readMsrs(const Target& target, std::span<pfmfs_helper_msr> ops);
   Status writeMsrs(const Target& target, std::span<const pfmfs_helper_msr> ops);
 
-  Status attach(const Target& target);
+  // flags: PFMFS_HELPER_ATTACH_* (threads).
+  Status attach(const Target& target, std::uint32_t flags = 0);
+  // The image the children of an inheriting thread's family start with
+  // (PFMFS_HELPER_IOC_TEMPLATE): rebuilt whole from these writes.
+  Status setTemplate(pid_t tid, std::span<const pfmfs_helper_msr> ops, std::uint64_t tag);
   Status detach(const Target& target);
   Status hold(const Target& target, bool held);  // HOLD or RELEASE
 
@@ -57,7 +61,7 @@ class HelperDevice {
 
  private:
   HelperDevice(Fd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
-  Status targetIoctl(unsigned long request, const char* what, const Target& target);
+  Status targetIoctl(unsigned long request, const char* what, const Target& target, std::uint32_t flags = 0);
   Status batch(unsigned long request, const char* what, const Target& target, void* ops, std::size_t count);
 
   Fd fd_;

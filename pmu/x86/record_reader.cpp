@@ -37,7 +37,60 @@ void RecordReader::unwatch(const Target& target) {
   watches_.erase(Key{static_cast<int>(target.kind), target.id});
 }
 
+void RecordReader::closeFamily(Family& family) {
+  std::map<pid_t, Family::Born> born;
+  {
+    std::lock_guard l(family.mutex);
+    family.closed = true;
+    born.swap(family.born);
+  }
+  for (auto& [tid, b] : born) {
+    Target t{TargetKind::Thread, tid};
+    unwatch(t);
+    (void)device_.detach(t);  // fails harmlessly for a thread the module let go
+  }
+}
+
+std::shared_ptr<Watch> RecordReader::routeFork(const pfmfs_helper_record& r) {
+  const bool attached = (r.flags & PFMFS_HELPER_FORK_ATTACHED) != 0;
+  const Target child{TargetKind::Thread, static_cast<int>(r.child_tid)};
+  std::shared_ptr<Watch> parent;
+  {
+    std::lock_guard l(mutex_);
+    auto it = watches_.find(Key{static_cast<int>(TargetKind::Thread), static_cast<int>(r.tid)});
+    if (it != watches_.end()) parent = it->second;
+  }
+  if (parent && r.time_ns >= parent->attached_ns && parent->family) {
+    Family& fam = *parent->family;
+    std::lock_guard l(fam.mutex);
+    if (!fam.closed) {
+      ChildEvent e;
+      e.kind = ChildEvent::Kind::Created;
+      e.pid = static_cast<pid_t>(r.child_pid);
+      e.tid = static_cast<pid_t>(r.child_tid);
+      e.parent_tid = static_cast<pid_t>(r.tid);
+      fam.events.push_back(e);
+      // Not attached (no memory, a full ring): the engine's adoption fails
+      // and counts it as dropped.
+      if (attached) {
+        auto w = std::make_shared<Watch>();
+        w->listener = parent->listener;
+        w->attached_ns = r.time_ns;
+        w->family = parent->family;
+        w->child = true;
+        watch(child, w);
+        fam.born[child.id] = Family::Born{std::move(w), r.value};
+      }
+      return parent;
+    }
+  }
+  // Nobody follows it: the module must not keep it counting.
+  if (attached) (void)device_.detach(child);
+  return nullptr;
+}
+
 std::shared_ptr<Watch> RecordReader::route(const pfmfs_helper_record& r) {
+  if (r.type == PFMFS_HELPER_REC_FORK) return routeFork(r);
   std::shared_ptr<Watch> w;
   {
     std::lock_guard l(mutex_);
@@ -60,8 +113,17 @@ std::shared_ptr<Watch> RecordReader::route(const pfmfs_helper_record& r) {
     }
     case PFMFS_HELPER_REC_EXIT:
       w->exited.store(true);
+      if (w->child && w->family) {
+        ChildEvent e;
+        e.kind = ChildEvent::Kind::Exited;
+        e.pid = static_cast<pid_t>(r.pid);
+        e.tid = static_cast<pid_t>(r.tid);
+        e.final_time_ns = r.value;  // its CPU time: it may be reaped before we read it
+        std::lock_guard l(w->family->mutex);
+        w->family->events.push_back(e);
+      }
       return w;
-    default:  // FORK: inheritance is not acted on by this backend yet
+    default:
       return nullptr;
   }
 }

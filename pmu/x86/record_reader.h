@@ -1,6 +1,6 @@
 // The x86 backend's one thread: it reads the records pfmfs_helper.ko queues
-// on the device (overflow interrupts, thread exits) and hands each to the
-// target it concerns, then tells that target's listener.
+// on the device (overflow interrupts, thread exits, children created) and
+// hands each to the target it concerns, then tells that target's listener.
 //
 // Listeners are held weakly and called with no lock held, so a target may be
 // detached (and its session destroyed) at any moment, even from inside a call.
@@ -14,12 +14,15 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "pmu/backend.h"
 #include "pmu/fd.h"
 #include "pmu/x86/helper_device.h"
 
 namespace pfmfs::pmu::x86 {
+
+struct Family;
 
 // What the reader knows of one attached target, shared with the target.
 struct Watch {
@@ -31,6 +34,26 @@ struct Watch {
   // and they stay frozen until the backend enables them again.
   std::atomic<bool> frozen{false};
   std::atomic<bool> exited{false};  // the module reported the thread's exit
+  // Set before the watch is shared: the tree of an inheriting thread target
+  // it belongs to, and whether the module attached it at its creation.
+  std::shared_ptr<Family> family;
+  bool child = false;
+};
+
+// The threads an inheriting target follows (flags inherit): the module
+// attaches each child at its creation (PFMFS_HELPER_ATTACH_INHERIT), the
+// reader learns of it from its FORK record and keeps it here until the
+// engine adopts it (X86Target::adoptChild), and queues the tree's news for
+// the engine (takeChildEvents).
+struct Family {
+  struct Born {
+    std::shared_ptr<Watch> watch;
+    std::uint64_t tag = 0;  // the module's template it started with
+  };
+  std::mutex mutex;  // guards everything below
+  std::vector<ChildEvent> events;
+  std::map<pid_t, Born> born;  // attached by the module, not adopted yet
+  bool closed = false;         // the target let go: a child attached now is let go at once
 };
 
 class RecordReader {
@@ -43,6 +66,9 @@ class RecordReader {
 
   void watch(const Target& target, std::shared_ptr<Watch> w);
   void unwatch(const Target& target);
+  // The target of a family lets go: its children not adopted yet are
+  // detached, and so is any child whose FORK record comes later.
+  void closeFamily(Family& family);
 
   // Records the module dropped because the ring was full.
   std::uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
@@ -52,6 +78,8 @@ class RecordReader {
   void run();
   // Queues one record on its target; returns the listener to call, if any.
   std::shared_ptr<Watch> route(const pfmfs_helper_record& r);
+  // A FORK record: the child goes to its parent's family, or is let go.
+  std::shared_ptr<Watch> routeFork(const pfmfs_helper_record& r);
 
   using Key = std::pair<int, int>;  // (TargetKind, id)
   HelperDevice& device_;

@@ -42,6 +42,9 @@ class X86Backend final : public Backend {
   bool interruptsOnOverflow() const override { return true; }
   std::uint64_t samplingPeriodNs() const override { return 1'000'000'000; }  // unused: counters interrupt
   bool exclusiveThreads() const override { return true; }  // one register image per thread
+  // The module attaches a thread's children at their creation, with the
+  // image the engine last gave (setChildImage); each is adopted as a target.
+  Inheritance inheritance() const override { return Inheritance::Adopt; }
   Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
 
   const HelperInfo& info() const { return device_->info(); }
