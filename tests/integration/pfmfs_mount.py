@@ -224,9 +224,9 @@ PERF_PMU = PmuTable(
 # per ns that the target spends on a cpu, user and kernel time alike.
 X86_PMU = PmuTable(**dict(
     SIM_PMU.__dict__,
-    backend='x86', thread_system_coexist=False, inherits=False,
+    backend='x86', thread_system_coexist=False, inherits=True,
     info='backend=x86 model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
-         'features=fixed_counters,global_ctrl,ovfl_intr,emulated\n',
+         'features=fixed_counters,global_ctrl,ovfl_intr,inherit,emulated\n',
     events=[e for e in SIM_PMU.events if 'SIM_PHASE' not in e]))
 
 PMU = SIM_PMU if SIM else PERF_PMU if PERF else X86_PMU
@@ -298,22 +298,34 @@ def isPerfOnly(obj):
     return bool(getattr(obj, '_pfmfs_perf_only', False))
 
 
+def x86Only(obj):
+    """Marks a test method or class about the x86 backend itself (real
+    counts of the helper module's test PMU): collected on x86 only."""
+    obj._pfmfs_x86_only = True
+    return obj
+
+
+def isX86Only(obj):
+    return bool(getattr(obj, '_pfmfs_x86_only', False))
+
+
 def leftOut(obj):
     """Whether BACKEND leaves this test (method or class) out."""
     return ((not SIM and isSimOnly(obj)) or (X86 and needsExactEvents(obj))
-            or (BACKEND != 'perf' and isPerfOnly(obj)))
+            or (BACKEND != 'perf' and isPerfOnly(obj)) or (not X86 and isX86Only(obj)))
 
 
 class BackendLoader(unittest.TestLoader):
-    """Collects what runs on BACKEND: everything on sim, all but the
-    @simOnly tests on perf, all but the @simOnly and @exactEvents tests on
-    x86; counts what it left out of each kind."""
+    """Collects what runs on BACKEND: the @simOnly, @perfOnly and @x86Only
+    tests on their backend only, the @exactEvents tests everywhere but x86,
+    every other test everywhere; counts what it left out of each kind."""
 
     def __init__(self):
         super().__init__()
         self.left_out = 0
         self.sim_only = 0
         self.perf_only = 0
+        self.x86_only = 0
         self.exact_events = 0
 
     def getTestCaseNames(self, testCaseClass):
@@ -327,6 +339,8 @@ class BackendLoader(unittest.TestLoader):
                 self.sim_only += 1
             elif isPerfOnly(testCaseClass) or isPerfOnly(method):
                 self.perf_only += 1
+            elif isX86Only(testCaseClass) or isX86Only(method):
+                self.x86_only += 1
             else:
                 self.exact_events += 1
         self.left_out += len(names) - len(kept)
@@ -338,9 +352,22 @@ class BackendLoader(unittest.TestLoader):
             parts.append(f'{self.sim_only} sim-only tests')
         if self.perf_only:
             parts.append(f'{self.perf_only} perf-only tests')
+        if self.x86_only:
+            parts.append(f'{self.x86_only} x86-only tests')
         if self.exact_events:
             parts.append(f'{self.exact_events} exact-events tests')
         return ', '.join(parts) + ' not collected' if parts else ''
+
+
+def cpuNs(pid):
+    """A single-threaded process's CPU time: on sim from the file the sim's
+    real clock reads; elsewhere from its CPU-time clock, which is up to date
+    to the ns (schedstat lags by up to a tick while it runs), as the perf
+    backend's task-clock is."""
+    if SIM:
+        with open(f'/proc/{pid}/schedstat') as f:
+            return int(f.read().split()[0])
+    return time.clock_gettime_ns(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of process pid
 
 
 class HiddenTime:

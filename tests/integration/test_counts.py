@@ -12,7 +12,7 @@ import sys
 import time
 
 import pfmfs_mount
-from pfmfs_mount import (INTEL, PMU, SIM, X86, X86_SLACK_HIGH_NS, X86_SLACK_NS, X86_TOLERANCE, HiddenTime, MountTestCase, countsLine, neg,
+from pfmfs_mount import (INTEL, PMU, SIM, X86, X86_SLACK_HIGH_NS, X86_SLACK_NS, X86_TOLERANCE, HiddenTime, MountTestCase, countsLine, cpuNs, neg,
                          parseKv, simOnly, stateLine)
 
 AVAIL = PMU.avail
@@ -383,17 +383,6 @@ class CountsTest(MountTestCase):
         self.assertEventually(lambda: s.read('sets/1/info').split()[3], 'ovfl_pmds=0x1')
         d.checkSince(s.readPmd(0, 1), neg(3000), 3000)  # the short reset came along: sim neg(1500)
         self.assertEqual(s.readPmd(0, 0), neg(3000))
-
-
-def cpuNs(pid):
-    """A single-threaded process's CPU time: on sim from the file the sim's
-    real clock reads; elsewhere from its CPU-time clock, which is up to date
-    to the ns (schedstat lags by up to a tick while it runs), as the perf
-    backend's task-clock is."""
-    if SIM:
-        with open(f'/proc/{pid}/schedstat') as f:
-            return int(f.read().split()[0])
-    return time.clock_gettime_ns(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of process pid
 
 
 class RealClockCountsTest(MountTestCase):

@@ -11,6 +11,12 @@
 #     value + children of page-faults:u equals `perf stat`'s (which follows
 #     children), within the spread of perf stat's own runs measured here;
 #     without inherit, value equals `perf stat --no-inherit`'s
+#   - x86 (the helper module's test PMU, counting CPU time): children count
+#     from their first instruction, threads and grandchildren too, at the
+#     test PMU's rate of the CPU time they report; a child born while the
+#     session is stopped counts nothing; a child's overflow masks the session
+#     with the child's pid and tid; a reprogrammed session drops an older
+#     child; the session outlives its target until the last child
 #   - every backend: the keys inherit adds to state and counts, and none
 #     without it
 import os
@@ -22,22 +28,48 @@ import sys
 import time
 
 import pfmfs_mount
-from pfmfs_mount import PMU, MountTestCase, inCi, parseKv, perfOnly, simOnly, waitFor
+from pfmfs_mount import (PMU, X86_SLACK_HIGH_NS, X86_TOLERANCE, HiddenTime, MountTestCase, cpuNs, inCi, parseKv,
+                         perfOnly, simOnly, waitFor, x86Only)
 
 NO_ASLR = ['setarch', platform.machine(), '-R']
 
 # The target: one command a line on stdin. `fork` forks a child that waits for
 # one byte on fd KIDS_FD (a pipe the test writes) and exits: the test ends
-# children one byte at a time. `exit` ends the target itself, children or not.
+# children one byte at a time. `spin MS` forks a child that first burns MS ms
+# of its CPU time and writes `cpu NS` (its CPU time then) to fd REPORT_FD;
+# `tree MS` forks a child that forks a grandchild and starts a thread, each
+# burning MS ms and reporting, and reports its own main thread's time last.
+# `exit` ends the target itself, children or not.
 DRIVER = r'''
-import os, signal, sys
+import os, signal, sys, threading, time
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-kids_fd = int(sys.argv[1])
+kids_fd, report_fd = int(sys.argv[1]), int(sys.argv[2])
+
+def burn(ms):
+    end = time.thread_time_ns() + ms * 1_000_000
+    while time.thread_time_ns() < end:
+        pass
+
+def report():
+    os.write(report_fd, f'cpu {time.thread_time_ns()}\n'.encode())
+
 for line in sys.stdin:
     cmd = line.split()
-    if cmd[0] == 'fork':
+    if cmd[0] in ('fork', 'spin', 'tree'):
         pid = os.fork()
         if pid == 0:
+            if cmd[0] == 'spin':
+                burn(int(cmd[1]))
+                report()
+            elif cmd[0] == 'tree':
+                if os.fork() == 0:
+                    burn(int(cmd[1]))
+                    report()
+                    os._exit(0)
+                th = threading.Thread(target=lambda: (burn(int(cmd[1])), report()))
+                th.start()
+                th.join()
+                report()
             os.read(kids_fd, 1)
             os._exit(0)
         print(pid, flush=True)
@@ -51,17 +83,29 @@ class Target:
 
     def __init__(self):
         self.kids_r, self.kids_w = os.pipe()
-        self.proc = subprocess.Popen([sys.executable, '-c', DRIVER, str(self.kids_r)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1, pass_fds=[self.kids_r])
+        self.report_r, self.report_w = os.pipe()
+        self.proc = subprocess.Popen([sys.executable, '-c', DRIVER, str(self.kids_r), str(self.report_w)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                     pass_fds=[self.kids_r, self.report_w])
+        self.reports = os.fdopen(self.report_r, 'r', buffering=1)
         self.pid = self.proc.pid
         self.kids = []
 
-    def fork(self):
-        self.proc.stdin.write('fork\n')
+    def fork(self, cmd='fork'):
+        self.proc.stdin.write(cmd + '\n')
         self.proc.stdin.flush()
         kid = int(self.proc.stdout.readline())
         self.kids.append(kid)
         return kid
+
+    def cpuReports(self, n):
+        """The CPU times (ns) that the next n reports give."""
+        out = []
+        for _ in range(n):
+            line = self.reports.readline()
+            assert line.startswith('cpu '), repr(line)
+            out.append(int(line.split()[1]))
+        return out
 
     def end(self):
         """Ends one child (whichever reads the byte first)."""
@@ -81,8 +125,9 @@ class Target:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        for fd in (self.kids_r, self.kids_w):
+        for fd in (self.kids_r, self.kids_w, self.report_w):
             os.close(fd)
+        self.reports.close()
         self.proc.stdin.close()
         self.proc.stdout.close()
 
@@ -97,7 +142,8 @@ def alive(pid):
         return False
 
 
-class InheritTest(MountTestCase):
+class InheritCase(MountTestCase):
+    """What the tests of inheritance share: targets, state and counts."""
 
     def target(self):
         t = Target()
@@ -117,6 +163,9 @@ class InheritTest(MountTestCase):
     def waitState(self, s, **want):
         ok = waitFor(lambda: all(self.stateOf(s).get(k) == str(v) for k, v in want.items()))
         self.assertTrue(ok, f'state {s.state()!r}, waited for {want}')
+
+
+class InheritTest(InheritCase):
 
     def test_keys_only_with_inherit(self):
         t = self.target()
@@ -238,6 +287,128 @@ class InheritTest(MountTestCase):
         self.waitState(s, followed=1)
         s.ctl('unload')
         self.waitState(s, state='unloaded', followed=0, dropped=1)
+
+
+@x86Only
+class X86ChildrenTest(InheritCase):
+    """Children on the helper module's test PMU, which counts cycles at 3 per
+    ns that a thread is on a cpu: a child's count is 3 × the CPU time it
+    reports, within X86_TOLERANCE, X86_SLACK_HIGH_NS of the module's and the
+    scheduler's clocks apart, and what it runs after its report (a blocked
+    read, its exit: AFTER_REPORT_NS at most, in the guest)."""
+
+    manual_clock = False
+    BURN_MS = 300
+    AFTER_REPORT_NS = 20_000_000
+
+    def inheriting(self, t):
+        s = self.newSession()
+        s.write('flags', 'inherit\n')
+        s.pmc(0, PMU.pmc_a)  # cycles
+        s.ctl(f'load {t.pid}')
+        s.ctl('start')
+        return s
+
+    def assertCyclesOf(self, counted, reports, hidden):
+        cpu = sum(reports)
+        low = 3 * cpu * (1 - X86_TOLERANCE) - 3 * len(reports) * X86_SLACK_HIGH_NS
+        high = 3 * (cpu * (1 + X86_TOLERANCE) + len(reports) * (X86_SLACK_HIGH_NS + self.AFTER_REPORT_NS) + hidden.ns())
+        self.assertTrue(low <= counted <= high, f'{counted} cycles counted for {reports} ns of CPU time')
+
+    def test_children_count_from_their_first_instruction(self):
+        t = self.target()
+        target_cpu = cpuNs(t.pid)
+        s = self.inheriting(t)
+        hidden = HiddenTime()
+        # pfmfsd stopped: the children burn before it can hear of them, so
+        # what they count is what the module started them with.
+        os.kill(self.m.proc.pid, signal.SIGSTOP)
+        try:
+            kids = [t.fork(f'spin {self.BURN_MS}') for _ in range(2)]
+            reports = t.cpuReports(2)
+        finally:
+            os.kill(self.m.proc.pid, signal.SIGCONT)
+        self.waitState(s, followed=2)
+        t.end()
+        t.end()
+        self.waitState(s, followed=0, merged=2, dropped=0)
+        self.assertFalse(any(alive(k) for k in kids))
+        kv = self.countsOf(s)
+        self.assertCyclesOf(int(kv['children']), reports, hidden)
+        # The target's own count is its own CPU time's (which its forks make
+        # large in the guest: their copy-on-write faults), not its children's.
+        target_cpu = cpuNs(t.pid) - target_cpu
+        self.assertLessEqual(int(kv['value']), 3 * (target_cpu * (1 + X86_TOLERANCE) + X86_SLACK_HIGH_NS + hidden.ns()))
+
+    def test_threads_and_grandchildren(self):
+        t = self.target()
+        s = self.inheriting(t)
+        hidden = HiddenTime()
+        t.fork(f'tree {self.BURN_MS}')
+        reports = t.cpuReports(3)  # the grandchild, the thread, the child's main thread
+        t.end()
+        self.waitState(s, followed=0, merged=3, dropped=0)
+        self.assertCyclesOf(int(self.countsOf(s)['children']), reports, hidden)
+
+    def test_a_child_born_stopped_counts_from_start(self):
+        t = self.target()
+        s = self.inheriting(t)
+        s.ctl('stop')
+        t.fork(f'spin {self.BURN_MS}')
+        t.cpuReports(1)
+        t.end()
+        self.waitState(s, followed=0, merged=1)
+        self.assertEqual(self.countsOf(s)['children'], '0')
+        s.ctl('start')
+        hidden = HiddenTime()
+        t.fork(f'spin {self.BURN_MS}')
+        reports = t.cpuReports(1)
+        t.end()
+        self.waitState(s, followed=0, merged=2)
+        self.assertCyclesOf(int(self.countsOf(s)['children']), reports, hidden)
+
+    def test_a_childs_overflow_carries_its_pid_and_tid(self):
+        t = self.target()
+        s = self.newSession()
+        s.write('flags', 'inherit\n')
+        s.pmc(0, PMU.pmc_a)
+        # 500 ms of a child's CPU time: the target, which only forks (a few to
+        # 200 ms of CPU time in the guest), never gets there.
+        s.pmd(0, '-1500000000 notify')
+        s.ctl(f'load {t.pid}')
+        s.ctl('start')
+        kid = t.fork('spin 1000')
+        self.waitState(s, state='masked')
+        self.assertOvflLines(s.readMessages(), [(1, kid, kid, 0)])
+        s.ctl('restart')
+        t.cpuReports(1)
+        t.end()
+        self.waitState(s, followed=0, merged=1)
+
+    def test_reprogrammed_session_drops_older_children(self):
+        t = self.target()
+        s = self.inheriting(t)
+        t.fork(f'spin {self.BURN_MS // 10}')
+        self.waitState(s, followed=1)
+        s.pmc(0, PMU.pmc_a)  # a new control
+        t.cpuReports(1)
+        t.end()
+        self.waitState(s, followed=0, merged=0, dropped=1)
+        self.assertEqual(self.countsOf(s)['children'], '0')
+
+    def test_session_outlives_its_target_until_the_last_child(self):
+        t = self.target()
+        s = self.inheriting(t)
+        hidden = HiddenTime()
+        t.fork(f'spin {self.BURN_MS}')
+        self.waitState(s, followed=1)
+        t.exit()
+        reports = t.cpuReports(1)
+        self.assertEqual(self.stateOf(s)['state'], 'active')
+        t.end()
+        self.waitState(s, state='unloaded', exited=1, merged=1)
+        self.assertCyclesOf(int(self.countsOf(s)['children']), reports, hidden)
+        self.assertRegex(s.readMessages(), r'^type=end\b')
 
 
 @perfOnly
