@@ -78,7 +78,7 @@ Context* ContextTable::allocate() {
     }
     if (head) return head;
   }
-  return new (std::nothrow) Context;
+  return new (std::nothrow_t{}) Context;  // no std::nothrow object: see cxx_runtime.cpp
 }
 
 void ContextTable::recycle(Context* c) {

@@ -149,19 +149,25 @@ class Installed:
         self._built = {}
         self._lock = threading.Lock()
 
-    def compile(self, source, out, std='gnu11', extra=()):
+    def compile(self, source, out, std='gnu11', extra=(), static=False):
+        """static: linked with libpfm.a (`-Wl,-Bstatic -lpfm`), by the C
+        compiler alone, as a C program links it: no C++ runtime."""
         cc = os.environ.get('CC', 'cc')
+        libs = self.libs
+        if static:
+            libs = [f for f in self.libs if f != '-lpfm'] + ['-Wl,-Bstatic', '-lpfm', '-Wl,-Bdynamic']
         run([cc, f'-std={std}', *WARNINGS, '-g', '-pthread', *sanitizeFlags(), *extra,
-             source, '-o', out, *self.cflags, *self.libs])
+             source, '-o', out, *self.cflags, *libs])
         return out
 
-    def program(self, prog):
+    def program(self, prog, static=False):
         """The executable of a Program, built once per run (by one thread:
         another would exec it half-written)."""
+        name = prog.name + ('-static' if static else '')
         with self._lock:
-            if prog.name not in self._built:
-                self._built[prog.name] = self.compile(prog.path, os.path.join(self.bin, prog.name))
-            return self._built[prog.name]
+            if name not in self._built:
+                self._built[name] = self.compile(prog.path, os.path.join(self.bin, name), static=static)
+            return self._built[name]
 
     def runEnv(self, mount, extra=None):
         env = dict(os.environ, PFMFS_MOUNT=mount.mnt, PFMFS_BACKEND=BACKEND,
@@ -216,8 +222,8 @@ class LibpfmTestCase(unittest.TestCase):
 class ProgramTest(LibpfmTestCase):
     """Filled below with test_NAME for every program this backend runs."""
 
-    def runProgram(self, prog):
-        exe = INSTALLED.program(prog)
+    def runProgram(self, prog, static=False):
+        exe = INSTALLED.program(prog, static)
         m = self.startMount(prog)
         out_path = os.path.join(INSTALLED.tmp, prog.name + '.out')
         workdir = tempfile.mkdtemp(prefix=prog.name + '-', dir=INSTALLED.tmp)
@@ -241,16 +247,20 @@ class ProgramTest(LibpfmTestCase):
         self.assertNoSessions(m, prog.name)
 
 
-def _programTest(prog):
+def _programTest(prog, static):
     def test(self):
-        self.runProgram(prog)
-    test.__doc__ = f'{prog.name}.c on the {BACKEND} backend'
+        self.runProgram(prog, static)
+    test.__doc__ = f'{prog.name}.c on the {BACKEND} backend' + (', linked with libpfm.a' if static else '')
     return test
 
 
 for _prog in programs():
     if _prog.runs and BACKEND in _prog.backends:
-        setattr(ProgramTest, f'test_{_prog.name}', _programTest(_prog))
+        setattr(ProgramTest, f'test_{_prog.name}', _programTest(_prog, static=False))
+        # libpfm.a is the same code: once per backend where the programs are
+        # cheap to run (the x86 run, in QEMU, runs the shared library only).
+        if BACKEND != 'x86':
+            setattr(ProgramTest, f'test_{_prog.name}_static', _programTest(_prog, static=True))
 
 
 # ---- the headers alone -----------------------------------------------------------------
@@ -295,6 +305,35 @@ class HeaderTest(unittest.TestCase):
         soname = run(['objdump', '-p', os.path.join(INSTALLED.lib_dir, 'libpfm.so.3.10.0')])
         self.assertRegex(soname, r'SONAME\s+libpfm\.so\.3\n')
         self.assertEqual(run(['pkg-config', '--modversion', 'libpfm'], env=INSTALLED.pc_env).strip(), '3.10.0')
+
+    def test_static_archive_links_with_a_c_toolchain_alone(self):
+        """libpfm.a beside libpfm.so.3, as libpfm 3.10 installed them: a C
+        program links it with `cc ... -lpfm -static` and nothing else (no
+        -lstdc++), and it defines nothing global beyond the API (no clash
+        with a program's own symbols, C++ runtime included)."""
+        archive = os.path.join(INSTALLED.lib_dir, 'libpfm.a')
+        self.assertTrue(os.path.isfile(archive))
+        defined = run(['nm', '-g', '--defined-only', archive])
+        names = [line.split()[-1] for line in defined.splitlines()
+                 if len(line.split()) == 3 and line.split()[1] in 'TWDBRV']
+        self.assertEqual([n for n in names if not n.startswith('pfm_')], [])
+        self.assertIn('pfm_create_context', names)
+        if sanitizeFlags():
+            return  # a sanitized archive needs the sanitizers' runtimes: the programs link them
+        exe = os.path.join(INSTALLED.tmp, 'static_initialize')
+        src = os.path.join(INSTALLED.tmp, 'static_initialize.c')
+        with open(src, 'w') as f:
+            f.write('#include <perfmon/pfmlib.h>\n#include <stdio.h>\n'
+                    'int main(void) { puts(pfm_strerror(PFMLIB_ERR_NOTSUPP)); '
+                    'return pfm_initialize() == PFMLIB_SUCCESS; }\n')
+        run([os.environ.get('CC', 'cc'), src, '-o', exe, *INSTALLED.cflags, '-L' + INSTALLED.lib_dir, '-lpfm',
+             '-static'])
+        self.assertNotIn('Dynamic Section', run(['readelf', '-d', exe]))
+        # No mount named: pfm_initialize says so, as the shared library does.
+        p = subprocess.run([exe], capture_output=True, text=True,
+                           env=dict(os.environ, PFMFS_MOUNT='/nonexistent'))
+        self.assertEqual((p.returncode, p.stdout), (0, 'not supported (no pfmfs mount, or not on this PMU)\n'),
+                         p.stderr)
 
     def test_exports_only_the_api(self):
         """gnu_symbol_visibility hidden: the library exports pfm_* functions

@@ -108,7 +108,7 @@ PFMLIB_EXPORT int pfm_initialize(void) {
     verbosef("pfm_initialize: no pfmfs mount (set PFMFS_MOUNT or start pfmfsd)");
     return PFMLIB_ERR_NOTSUPP;
   }
-  auto* model = new (std::nothrow) PmuModel;
+  auto* model = new (std::nothrow_t{}) PmuModel;  // no std::nothrow object: see cxx_runtime.cpp
   if (!model) return PFMLIB_ERR_NOMEM;
   std::string why;
   if (!loadPmuModel(mount, *model, why)) {
