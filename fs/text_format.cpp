@@ -468,9 +468,13 @@ std::string formatPmuInfo(const pmu::Backend& backend) {
 
 std::string formatEvents(const pmu::PmuDescription& desc) {
   std::string out;
-  for (const auto& e : desc.events)
-    out += fmt::format("name={} code={} pmcs={} desc={} pmds={}\n", e.name, hex(e.code),
-                       hex(pmcsOf(desc, e.counters)), quoted(e.desc), hex(e.counters));
+  for (const auto& e : desc.events) {
+    out += fmt::format("name={} code={} pmcs={} desc={} pmds={}", e.name, hex(e.code), hex(pmcsOf(desc, e.counters)),
+                       quoted(e.desc), hex(e.counters));
+    // Only where there are some: a key added at the end of the line (SPEC §2).
+    for (std::size_t i = 0; i < e.aliases.size(); ++i) out += fmt::format("{}{}", i ? "," : " aliases=", e.aliases[i]);
+    out += '\n';
+  }
   return out;
 }
 

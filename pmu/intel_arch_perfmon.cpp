@@ -12,19 +12,24 @@ struct ArchEvent {
   std::uint64_t code;
   int fixed;  // fixed counter that counts it, or -1
   const char* desc;
+  const char* aliases[2];  // unused slots nullptr
 };
 
 // Intel SDM vol. 3B, table "UMask and Event Select Encodings for Pre-Defined
-// Architectural Performance Events".
-constexpr ArchEvent kArchEvents[] = {
-    {"UNHALTED_CORE_CYCLES", event::kUnhaltedCoreCycles, 1, "Core cycles while the thread is not halted"},
-    {"INSTRUCTION_RETIRED", event::kInstructionRetired, 0, "Instructions retired"},
+// Architectural Performance Events". Aliases: the names libpfm 3.10 gave
+// these events on its "Intel architectural PMU" (pfmlib_gen_ia32), which
+// perfmon2 tools and PAPI's preset table use; and the one other name PAPI's
+// table gives that PMU's mispredicted branches (docs/libpfm-compat.md).
+const ArchEvent kArchEvents[] = {
+    {"UNHALTED_CORE_CYCLES", event::kUnhaltedCoreCycles, 1, "Core cycles while the thread is not halted", {}},
+    {"INSTRUCTION_RETIRED", event::kInstructionRetired, 0, "Instructions retired", {"INSTRUCTIONS_RETIRED"}},
     {"UNHALTED_REFERENCE_CYCLES", event::kUnhaltedReferenceCycles, 2,
-     "Reference cycles at the TSC rate while the thread is not halted"},
-    {"LLC_REFERENCES", event::kLlcReferences, -1, "Last-level cache references"},
-    {"LLC_MISSES", event::kLlcMisses, -1, "Last-level cache misses"},
-    {"BRANCH_INSTRUCTIONS_RETIRED", event::kBranchInstructionsRetired, -1, "Branch instructions retired"},
-    {"BRANCH_MISSES_RETIRED", event::kBranchMissesRetired, -1, "Mispredicted branch instructions retired"},
+     "Reference cycles at the TSC rate while the thread is not halted", {}},
+    {"LLC_REFERENCES", event::kLlcReferences, -1, "Last-level cache references", {"LAST_LEVEL_CACHE_REFERENCES"}},
+    {"LLC_MISSES", event::kLlcMisses, -1, "Last-level cache misses", {"LAST_LEVEL_CACHE_MISSES"}},
+    {"BRANCH_INSTRUCTIONS_RETIRED", event::kBranchInstructionsRetired, -1, "Branch instructions retired", {}},
+    {"BRANCH_MISSES_RETIRED", event::kBranchMissesRetired, -1, "Mispredicted branch instructions retired",
+     {"MISPREDICTED_BRANCH_RETIRED", "RETIRED_MISPREDICTED_BRANCH_INSTRUCTIONS"}},
 };
 
 constexpr std::uint64_t kFixedCodes[kFixedCounters] = {
@@ -46,7 +51,10 @@ std::vector<EventDesc> architecturalEvents(unsigned general_counters, unsigned f
   for (const auto& a : kArchEvents) {
     RegMask counters = generalMask(general_counters);
     if (a.fixed >= 0 && static_cast<unsigned>(a.fixed) < fixed_counters) counters |= regBit(kFixedPmd0 + static_cast<unsigned>(a.fixed));
-    out.push_back(EventDesc{a.name, a.code, counters, a.desc});
+    EventDesc e{a.name, a.code, counters, a.desc, {}};
+    for (const char* alias : a.aliases)
+      if (alias) e.aliases.emplace_back(alias);
+    out.push_back(std::move(e));
   }
   return out;
 }

@@ -11,6 +11,13 @@ namespace pfmfs::pmu {
 
 namespace {
 
+bool isEventName(std::string_view s) {
+  if (s.empty()) return false;
+  for (char ch : s)
+    if (!((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_')) return false;
+  return true;
+}
+
 template <typename Reg>
 int slotOf(const std::vector<Reg>& regs, unsigned index) {
   // Tables are short (a dozen registers): a scan beats any index structure.
@@ -49,12 +56,17 @@ const EventDesc* PmuDescription::findEvent(std::string_view name) const {
   // Case-insensitive, and '-' matches '_' so that perf's spellings
   // (page-faults) name our events (PAGE_FAULTS).
   auto fold = [](char c) { return c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
-  for (const auto& e : events) {
-    if (e.name.size() != name.size()) continue;
-    bool same = true;
-    for (std::size_t i = 0; same && i < name.size(); ++i) same = fold(e.name[i]) == fold(name[i]);
-    if (same) return &e;
-  }
+  auto same = [&](std::string_view a) {
+    if (a.size() != name.size()) return false;
+    for (std::size_t i = 0; i < name.size(); ++i)
+      if (fold(a[i]) != fold(name[i])) return false;
+    return true;
+  };
+  for (const auto& e : events)
+    if (same(e.name)) return &e;
+  for (const auto& e : events)
+    for (const auto& a : e.aliases)
+      if (same(a)) return &e;
   return nullptr;
 }
 
@@ -119,17 +131,18 @@ std::vector<std::string> PmuDescription::validate() const {
   for (std::size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
     if (e.name.empty()) fail(fmt::format("event #{}: no name", i));
-    for (char ch : e.name)
-      if (!((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_')) {
-        fail(fmt::format("event {}: name must be [A-Z0-9_]", e.name));
-        break;
-      }
+    else if (!isEventName(e.name)) fail(fmt::format("event {}: name must be [A-Z0-9_]", e.name));
     if (e.counters == 0) fail(fmt::format("event {}: no counter can count it", e.name));
     if (e.counters & ~pmdMask()) fail(fmt::format("event {}: names counters that do not exist", e.name));
     for (const auto& d : pmds)
       if (d.index < kMaxRegIndex && (e.counters & regBit(d.index)) && d.isFixed() && d.fixed_code != e.code)
         fail(fmt::format("event {}: fixed pmd{} counts another event", e.name, d.index));
     if (findEvent(e.name) != &e) fail(fmt::format("event {}: listed twice", e.name));
+    // An alias never hides an event's own name, nor another alias.
+    for (const auto& a : e.aliases) {
+      if (!isEventName(a)) fail(fmt::format("event {}: alias '{}' must be [A-Z0-9_]", e.name, a));
+      else if (findEvent(a) != &e) fail(fmt::format("event {}: alias {} names another event", e.name, a));
+    }
   }
   return bad;
 }

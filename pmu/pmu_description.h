@@ -51,6 +51,10 @@ struct EventDesc {
   std::uint64_t code = 0;     // event select | umask << 8, as PERFEVTSEL holds it
   RegMask counters = 0;       // PMDs that can count it
   std::string desc;           // one line for people
+  // Other names it answers to, e.g. libpfm 3.10's for the architectural
+  // events (docs/libpfm-compat.md): accepted wherever a name is, never listed
+  // as events of their own.
+  std::vector<std::string> aliases = {};
 };
 
 struct PmuDescription {

@@ -157,13 +157,17 @@ SIM_PMU = PmuTable(
     event_b=('INSTRUCTION_RETIRED', 0xc0),
     events=[
         'name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc="Core cycles while the thread is not halted" pmds=0x2000f',
-        'name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc="Instructions retired" pmds=0x1000f',
+        'name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc="Instructions retired" pmds=0x1000f '
+        'aliases=INSTRUCTIONS_RETIRED',
         'name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f '
         'desc="Reference cycles at the TSC rate while the thread is not halted" pmds=0x4000f',
-        'name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc="Last-level cache references" pmds=0xf',
-        'name=LLC_MISSES code=0x412e pmcs=0xf desc="Last-level cache misses" pmds=0xf',
+        'name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc="Last-level cache references" pmds=0xf '
+        'aliases=LAST_LEVEL_CACHE_REFERENCES',
+        'name=LLC_MISSES code=0x412e pmcs=0xf desc="Last-level cache misses" pmds=0xf '
+        'aliases=LAST_LEVEL_CACHE_MISSES',
         'name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc="Branch instructions retired" pmds=0xf',
-        'name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc="Mispredicted branch instructions retired" pmds=0xf',
+        'name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc="Mispredicted branch instructions retired" pmds=0xf '
+        'aliases=MISPREDICTED_BRANCH_RETIRED,RETIRED_MISPREDICTED_BRANCH_INSTRUCTIONS',
         'name=SIM_PHASE_A code=0x1f0 pmcs=0xf desc="Simulated event at 4/ns in the first half of every 2 ms" pmds=0xf',
         'name=SIM_PHASE_B code=0x2f0 pmcs=0xf desc="Simulated event at 4/ns in the second half of every 2 ms" pmds=0xf',
     ],

@@ -4,6 +4,7 @@
 # every errno, ENOENT, EPERM for new files, EACCES for read-only files, modes.
 import errno
 import os
+import re
 import stat
 
 import pfmfs_mount
@@ -37,6 +38,22 @@ class TreeTest(MountTestCase):
 
     def test_pmu_events(self):
         self.assertEqual(self.m.read('pmu/events'), '\n'.join(PMU.events) + '\n')
+
+    def test_event_names_and_aliases_program_a_pmc(self):
+        """Every name and alias pmu/events lists can be written to a PMC
+        (with :u and any case); it reads back as the event's code."""
+        s = self.newSession()
+        for line in PMU.events:
+            name0, code = re.match(r'name=(\S+) code=(0x[0-9a-f]+) ', line).groups()
+            code = int(code, 16)
+            aliases = re.search(r' aliases=(\S+)$', line)
+            for name in [name0] + (aliases.group(1).split(',') if aliases else []):
+                with self.subTest(name=name):
+                    s.pmc(0, f'{name.lower()}:u')
+                    self.assertEqual(int(s.read('sets/0/pmc0').split()[0], 16), code | 0x10000)
+        if PMU.model == 'intel-arch-v2':
+            s.pmc(1, 'MISPREDICTED_BRANCH_RETIRED:u')  # libpfm 3.10's name
+            self.assertEqual(s.read('sets/0/pmc1'), '0x100c5\n')
 
     def test_pmu_desc_tree(self):
         desc = self.m.path('pmu/desc')
@@ -329,7 +346,8 @@ class SmallPmuTreeTest(MountTestCase):
         self.assertEqual(len(lines), 9)
         self.assertIn('name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x10003 '
                       'desc="Core cycles while the thread is not halted" pmds=0x20003', lines)
-        self.assertIn('name=LLC_MISSES code=0x412e pmcs=0x3 desc="Last-level cache misses" pmds=0x3', lines)
+        self.assertIn('name=LLC_MISSES code=0x412e pmcs=0x3 desc="Last-level cache misses" pmds=0x3 '
+                      'aliases=LAST_LEVEL_CACHE_MISSES', lines)
 
 
 class RealClockTreeTest(MountTestCase):

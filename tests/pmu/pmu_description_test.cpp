@@ -153,6 +153,23 @@ TEST_F(Defects, EventNameNotUpperCase) {
   expectReported({"WITH:COLON"});
 }
 
+TEST_F(Defects, AliasNotUpperCase) {
+  d.events[0].aliases = {"cycles"};
+  expectReported({"UNHALTED_CORE_CYCLES", "cycles"});
+}
+
+TEST_F(Defects, AliasThatIsAnotherEventsName) {
+  // INSTRUCTION_RETIRED would find event 1, not event 0: a name never hides.
+  d.events[0].aliases = {"INSTRUCTION_RETIRED"};
+  expectReported({"UNHALTED_CORE_CYCLES", "INSTRUCTION_RETIRED"});
+}
+
+TEST_F(Defects, AliasOfTwoEvents) {
+  d.events[3].aliases = {"LLC"};
+  d.events[4].aliases = {"LLC"};
+  expectReported({"LLC_MISSES", "LLC"});
+}
+
 TEST_F(Defects, FixedCounterListedForTheWrongEvent) {
   // FIXED_CTR0 (pmd16) counts instructions, not cycles.
   d.events[0].counters |= regBit(16);
@@ -489,6 +506,21 @@ TEST(PmuDescriptionLookup, FindEventIsCaseInsensitiveAndExact) {
   EXPECT_EQ(d.findEvent(std::string_view("INSTRUCTION_RETIRED\0", 20)), nullptr);
   // Every event of the table finds itself.
   for (const auto& ev : d.events) EXPECT_EQ(d.findEvent(ev.name), &ev) << ev.name;
+}
+
+// libpfm 3.10's names of the architectural events, and PAPI's one other name
+// for mispredicted branches: found like the events' own names.
+TEST(PmuDescriptionLookup, AliasesFindTheirEvent) {
+  auto d = intel::makeDescription(intel::Shape{}, simTable(4));
+  EXPECT_EQ(d.findEvent("INSTRUCTIONS_RETIRED"), d.findEvent("INSTRUCTION_RETIRED"));
+  EXPECT_EQ(d.findEvent("last_level_cache_references"), d.findEvent("LLC_REFERENCES"));
+  EXPECT_EQ(d.findEvent("LAST-LEVEL-CACHE-MISSES"), d.findEvent("LLC_MISSES"));
+  EXPECT_EQ(d.findEvent("MISPREDICTED_BRANCH_RETIRED"), d.findEvent("BRANCH_MISSES_RETIRED"));
+  EXPECT_EQ(d.findEvent("RETIRED_MISPREDICTED_BRANCH_INSTRUCTIONS"), d.findEvent("BRANCH_MISSES_RETIRED"));
+  EXPECT_NE(d.findEvent("INSTRUCTIONS_RETIRED"), nullptr);
+  EXPECT_EQ(d.findEvent("INSTRUCTIONS_RETIRE"), nullptr);
+  EXPECT_EQ(d.events.size(), 9u);  // listed once each: 7 architectural, 2 of the sim
+  EXPECT_TRUE(d.validate().empty());
 }
 
 TEST(PmuDescriptionLookup, WidthIsTheWidest) {

@@ -31,12 +31,20 @@ bool sameName(std::string_view a, std::string_view b) {
   return true;
 }
 
+// An event's own name first, then its aliases (libpfm 3.10's names of the
+// architectural events, pmu/events aliases=), as the mount resolves them.
 int findByName(const PmuModel& m, std::string_view name, unsigned* idx) {
   for (std::size_t i = 0; i < m.events.size(); ++i)
     if (sameName(m.events[i].name, name)) {
       *idx = static_cast<unsigned>(i);
       return PFMLIB_SUCCESS;
     }
+  for (std::size_t i = 0; i < m.events.size(); ++i)
+    for (const auto& a : m.events[i].aliases)
+      if (sameName(a, name)) {
+        *idx = static_cast<unsigned>(i);
+        return PFMLIB_SUCCESS;
+      }
   return PFMLIB_ERR_NOTFOUND;
 }
 

@@ -43,6 +43,10 @@ int pmuTypeOf(const std::string& model) {
   return PFMLIB_UNKNOWN_PMU;
 }
 
+std::string libpfmName(const PmuModel& m) {
+  return pmuTypeOf(m.model) == PFMLIB_GEN_IA32_PMU ? "Intel architectural PMU" : m.model;
+}
+
 int copyName(const std::string& s, char* buf, std::size_t maxlen) {
   if (s.size() < maxlen) {
     memcpy(buf, s.c_str(), s.size() + 1);

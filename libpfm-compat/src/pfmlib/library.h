@@ -24,6 +24,10 @@ const PmuModel* currentModel();
 // (intel-arch-*, perf-x86), else PFMLIB_UNKNOWN_PMU.
 int pmuTypeOf(const std::string& model);
 
+// The PMU's name as libpfm 3.10 gave it (pfm_get_pmu_name): "Intel
+// architectural PMU" for PFMLIB_GEN_IA32_PMU, else the mount's model name.
+std::string libpfmName(const PmuModel& m);
+
 // Copies `s` into the caller's buffer of `maxlen` bytes (NUL included).
 // PFMLIB_ERR_FULL when it does not fit: the buffer then holds as much as fits,
 // terminated, for programs that ignore the code.

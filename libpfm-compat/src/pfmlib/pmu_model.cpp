@@ -140,6 +140,14 @@ bool loadEvents(const std::string& pmu, PmuModel& m, std::string& why) {
     }
     e.name = *kv->find("name");
     if (const std::string* d = kv->find("desc")) e.desc = *d;
+    if (const std::string* a = kv->find("aliases")) {
+      std::string_view list = *a;
+      while (!list.empty()) {
+        std::size_t comma = list.find(',');
+        if (comma != 0) e.aliases.emplace_back(list.substr(0, comma));
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      }
+    }
     if (!numberKey(*kv, "pmds", e.pmds)) {
       // An older daemon lists only the PMCs: take the counters of the PMCs
       // that configure exactly one counter; which field of a shared PMC

@@ -19,6 +19,7 @@ struct EventInfo {
   RegMask pmcs = 0;        // PMCs that can select it
   RegMask pmds = 0;        // counters (PMDs) that can count it
   std::string desc;        // one line for people
+  std::vector<std::string> aliases;  // other names it answers to (pmu/events aliases=)
 };
 
 struct PmcInfo {

@@ -10,17 +10,22 @@ PFMLIB_EXPORT int pfm_list_supported_pmus(int (*pf)(const char* fmt, ...)) {
   if (!pf) return PFMLIB_ERR_INVAL;
   const PmuModel* m = currentModel();
   pf("PMU models: those of the pfmfs mount\n");
-  pf("mount PMU: %s\n", m ? m->model.c_str() : "unknown until pfm_initialize()");
+  if (m)
+    pf("mount PMU: %s (model %s)\n", libpfmName(*m).c_str(), m->model.c_str());
+  else
+    pf("mount PMU: unknown until pfm_initialize()\n");
   return PFMLIB_SUCCESS;
 }
 
-// The model name of pmu/info (e.g. "intel-arch-v2", "perf-sw"); a name that
-// does not fit is cut and PFMLIB_ERR_FULL returned.
+// libpfm 3.10's name of the PMU where it had one (the Intel architectural
+// models: "Intel architectural PMU", which PAPI's preset table looks up),
+// else the model name of pmu/info ("perf-sw"); a name that does not fit is
+// cut and PFMLIB_ERR_FULL returned.
 PFMLIB_EXPORT int pfm_get_pmu_name(char* name, int maxlen) {
   const PmuModel* m = currentModel();
   if (!m) return PFMLIB_ERR_NOINIT;
   if (!name || maxlen < 1) return PFMLIB_ERR_INVAL;
-  return copyName(m->model, name, static_cast<std::size_t>(maxlen));
+  return copyName(libpfmName(*m), name, static_cast<std::size_t>(maxlen));
 }
 
 // PFMLIB_GEN_IA32_PMU for x86 models (intel-arch-*, perf-x86), where the
@@ -39,7 +44,7 @@ PFMLIB_EXPORT int pfm_get_pmu_name_bytype(int type, char* name, size_t maxlen) {
   const PmuModel* m = currentModel();
   if (!m) return PFMLIB_ERR_NOINIT;
   if (!name || maxlen < 1 || type != pmuTypeOf(m->model)) return PFMLIB_ERR_INVAL;
-  return copyName(m->model, name, maxlen);
+  return copyName(libpfmName(*m), name, maxlen);
 }
 
 PFMLIB_EXPORT int pfm_is_pmu_supported(int type) {
