@@ -126,6 +126,14 @@ static void check_pmu_shape(void)
 	CHECK(strcmp(name, "Intel architectural PMU") == 0, "pmu name by type \"%s\"", name);
 	CHECK_EQ_U64(pfm_get_pmu_name(name, 6), PFMLIB_ERR_FULL);
 	CHECK(strcmp(name, "Intel") == 0, "cut pmu name \"%s\"", name);
+	/* PFMFS_PMU_NAME overrides it (PAPI 7.0.0, docs/libpfm-compat.md). */
+	CHECK_OK(setenv("PFMFS_PMU_NAME", "intel-arch-v2", 1));
+	CHECK_PFM(pfm_get_pmu_name(name, sizeof(name)));
+	CHECK(strcmp(name, "intel-arch-v2") == 0, "overridden pmu name \"%s\"", name);
+	CHECK_OK(setenv("PFMFS_PMU_NAME", "", 1));
+	CHECK_PFM(pfm_get_pmu_name(name, sizeof(name)));
+	CHECK(strcmp(name, "Intel architectural PMU") == 0, "pmu name with an empty override \"%s\"", name);
+	CHECK_OK(unsetenv("PFMFS_PMU_NAME"));
 }
 
 static void check_event_table(void)

@@ -43,7 +43,10 @@ int pmuTypeOf(const std::string& model) {
   return PFMLIB_UNKNOWN_PMU;
 }
 
+// PFMFS_PMU_NAME overrides it: PAPI 7.0.0's perfmon2 component crashes when
+// its preset table knows the PMU's name (docs/libpfm-compat.md, "PAPI").
 std::string libpfmName(const PmuModel& m) {
+  if (const char* name = getenv("PFMFS_PMU_NAME"); name && *name) return name;
   return pmuTypeOf(m.model) == PFMLIB_GEN_IA32_PMU ? "Intel architectural PMU" : m.model;
 }
 

@@ -25,7 +25,8 @@ const PmuModel* currentModel();
 int pmuTypeOf(const std::string& model);
 
 // The PMU's name as libpfm 3.10 gave it (pfm_get_pmu_name): "Intel
-// architectural PMU" for PFMLIB_GEN_IA32_PMU, else the mount's model name.
+// architectural PMU" for PFMLIB_GEN_IA32_PMU, else the mount's model name;
+// $PFMFS_PMU_NAME when set and not empty.
 std::string libpfmName(const PmuModel& m);
 
 // Copies `s` into the caller's buffer of `maxlen` bytes (NUL included).
