@@ -4,8 +4,9 @@
 # program of tests/libpfm against the installed headers and libpfm.so.3 with
 # pkg-config, as an outside program would be built, and runs each one against
 # a fresh pfmfsd mount (check.h documents the convention). Also compiles the
-# headers alone as C and C++ of several standards, and SIGKILLs churn.c at
-# random moments to prove no session is ever left behind.
+# headers alone as C and C++ of several standards, SIGKILLs churn.c at
+# random moments to prove no session is ever left behind, and reads
+# /sys/kernel/perfmon from `cat` with LD_PRELOAD=libpfm.so.3.
 #
 # Run by meson (tests 'libpfm' and 'libpfm-perf'); by hand:
 #   PFMFS_BUILD_ROOT=build PFMFSD=build/fs/pfmfsd python3 tests/libpfm/test_libpfm.py [ProgramTest.test_v3_calls]
@@ -37,6 +38,14 @@ SKIP_STATUS = 77
 SESSION_GONE_S = 2.0   # how long a dead program's session may take to go away
 DEFAULT_TIMEOUT_S = 30
 WARNINGS = ['-Wall', '-Wextra', '-Werror']
+# The libc calls that answer /sys/kernel/perfmon (libpfm-compat/libpfm.map,
+# src/sysfs_interpose.cpp): the only names either library defines beside
+# the API, weak in libpfm.a.
+SYSFS_INTERPOSED = sorted([
+    'open', 'open64', 'openat', 'openat64', '__open_2', '__open64_2', '__openat_2', '__openat64_2',
+    'fopen', 'fopen64', 'access', 'faccessat', 'euidaccess', 'eaccess',
+    'stat', 'stat64', 'lstat', 'lstat64', 'fstatat', 'fstatat64',
+    '__xstat', '__xstat64', '__lxstat', '__lxstat64', '__fxstatat', '__fxstatat64', 'statx', 'opendir'])
 
 
 def buildRoot():
@@ -310,13 +319,17 @@ class HeaderTest(unittest.TestCase):
         """libpfm.a beside libpfm.so.3, as libpfm 3.10 installed them: a C
         program links it with `cc ... -lpfm -static` and nothing else (no
         -lstdc++), and it defines nothing global beyond the API (no clash
-        with a program's own symbols, C++ runtime included)."""
+        with a program's own symbols, C++ runtime included) but the sysfs
+        interposers, weak (so they never clash with libc.a's in a static link)."""
         archive = os.path.join(INSTALLED.lib_dir, 'libpfm.a')
         self.assertTrue(os.path.isfile(archive))
         defined = run(['nm', '-g', '--defined-only', archive])
-        names = [line.split()[-1] for line in defined.splitlines()
-                 if len(line.split()) == 3 and line.split()[1] in 'TWDBRV']
-        self.assertEqual([n for n in names if not n.startswith('pfm_')], [])
+        symbols = [line.split() for line in defined.splitlines()
+                   if len(line.split()) == 3 and line.split()[1] in 'TWDBRV']
+        names = [name for _, _, name in symbols]
+        others = {name: kind for _, kind, name in symbols if not name.startswith('pfm_')}
+        self.assertEqual(sorted(others), SYSFS_INTERPOSED)
+        self.assertEqual(set(others.values()), {'W'})
         self.assertIn('pfm_create_context', names)
         if sanitizeFlags():
             return  # a sanitized archive needs the sanitizers' runtimes: the programs link them
@@ -336,13 +349,14 @@ class HeaderTest(unittest.TestCase):
                          p.stderr)
 
     def test_exports_only_the_api(self):
-        """gnu_symbol_visibility hidden: the library exports pfm_* functions
-        and nothing of its C++ insides (no mangled names)."""
+        """gnu_symbol_visibility hidden: the library exports pfm_* functions,
+        the libc calls that answer /sys/kernel/perfmon, and nothing of its
+        C++ insides (no mangled names)."""
         lib = os.path.join(INSTALLED.lib_dir, 'libpfm.so.3')
         dyn = run(['nm', '-D', '--defined-only', lib])
         names = [line.split()[-1] for line in dyn.splitlines() if line.split()[-2] in ('T', 'W', 'D', 'B', 'V')]
-        stray = [n for n in names if not n.startswith('pfm_')]
-        self.assertEqual(stray, [], f'exported beyond the API: {stray}')
+        stray = sorted(n for n in names if not n.startswith('pfm_'))
+        self.assertEqual(stray, SYSFS_INTERPOSED, 'exported beyond the API and the sysfs interposers')
         for api in ('pfm_create_context', 'pfm_write_pmcs', 'pfm_write_pmds', 'pfm_read_pmds',
                     'pfm_load_context', 'pfm_start', 'pfm_stop', 'pfm_restart', 'pfm_create_evtsets',
                     'pfm_delete_evtsets', 'pfm_getinfo_evtsets', 'pfm_unload_context', 'pfm_create',
@@ -351,6 +365,46 @@ class HeaderTest(unittest.TestCase):
                     'pfm_find_full_event', 'pfm_get_cycle_event', 'pfm_get_inst_retired_event',
                     'pfm_strerror'):
             self.assertIn(api, names)
+
+
+# ---- /sys/kernel/perfmon for programs not linked with the library -----------------
+
+@pfmfs_mount.simOnly  # the same on every backend: once, in the sim run
+class SysfsPreloadTest(LibpfmTestCase):
+    """A program that does not link libpfm (cat) reads perfmon2's sysfs
+    files with LD_PRELOAD=libpfm.so.3, the documented way
+    (docs/libpfm-compat.md); sysfs_files.c checks them in a linked program."""
+
+    @staticmethod
+    def sanitizerRuntimes():
+        """A sanitized libpfm.so.3 in a program built without sanitizers
+        needs the runtimes loaded first (ASan checks that it is)."""
+        libs = {'address': 'libasan.so', 'thread': 'libtsan.so'}
+        cc = os.environ.get('CC', 'cc')
+        return [run([cc, f'-print-file-name={libs[s]}']).strip()
+                for s in os.environ.get('PFMFS_SANITIZE', 'none').split(',') if s in libs]
+
+    def cat(self, m, paths, env=None):
+        preload = ' '.join(self.sanitizerRuntimes() + [os.path.join(INSTALLED.lib_dir, 'libpfm.so.3')])
+        preload = {'LD_PRELOAD': preload, **(env or {})}
+        return subprocess.run(['cat', *paths], env=INSTALLED.runEnv(m, preload), capture_output=True, text=True,
+                              timeout=DEFAULT_TIMEOUT_S)
+
+    def test_cat_with_ld_preload(self):
+        m = self.startMount()
+        with open(m.path('pmu/desc/model')) as f:
+            model = f.read()
+        with open(m.path('pmu/desc/pmd0/name')) as f:
+            pmd0 = f.read()
+        p = self.cat(m, ['/sys/kernel/perfmon/version', '/sys/kernel/perfmon/syscall',
+                         '/sys/kernel/perfmon/pmu_desc/model', '/sys/kernel/perfmon/pmu_desc/pmd0/name'])
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, '2.82\n295\n' + model + pmd0, ''))
+        p = self.cat(m, ['/sys/kernel/perfmon/version'], {'PFMFS_SYSFS': '0'})
+        self.assertEqual((p.returncode, p.stdout), (1, ''))
+        self.assertIn('No such file or directory', p.stderr)
+        p = subprocess.run(['cat', '/sys/kernel/perfmon/version'], env=INSTALLED.runEnv(m), capture_output=True,
+                           text=True, timeout=DEFAULT_TIMEOUT_S)
+        self.assertEqual((p.returncode, p.stdout), (1, ''), 'without LD_PRELOAD')
 
 
 # ---- kill -9 -----------------------------------------------------------------------------

@@ -183,6 +183,18 @@ typedef union {
 #define PFM_VERSION_MAJOR(x)	(((x) >> 16) & 0xffff)
 #define PFM_VERSION_MINOR(x)	((x) & 0xffff)
 
+/*
+ * The perfmon2 interface version served: v2.82, the last perfmon2 kernel
+ * interface, which libpfm 3.10 was written for. perfmon2's kernel header
+ * defined these; /sys/kernel/perfmon/version says "2.82" (see
+ * docs/libpfm-compat.md), which is what PAPI compares with PFM_VERSION.
+ */
+#ifndef PFM_VERSION
+#define PFM_VERSION_MAJ		2U
+#define PFM_VERSION_MIN		82U
+#define PFM_VERSION		(((PFM_VERSION_MAJ & 0xffff) << 16) | (PFM_VERSION_MIN & 0xffff))
+#endif
+
 PFM_STATIC_ASSERT_SIZE(pfarg_sinfo_t, 112);
 PFM_STATIC_ASSERT_SIZE(pfarg_pmr_t, 16);
 PFM_STATIC_ASSERT_SIZE(pfarg_pmd_attr_t, 208);

@@ -1,0 +1,399 @@
+// perfmon2's /sys/kernel/perfmon from the mount (sysfs_files.h). Formats are
+// perfmon2's own (perfmon_sysfs.c of the v2.8x kernels): one value and a
+// newline per file, "0x%llx" for addresses, default values and reserved
+// masks, decimal for widths and counts.
+#include "sysfs_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include <perfmon/perfmon.h>
+
+#include "key_value.h"
+#include "mount.h"
+#include "sysfs_libc.h"
+#include "text_builder.h"
+
+namespace pfmcompat::sysfs {
+namespace {
+
+// libpfm 3.10 (pfmlib_os_linux.c) reads this file for the number of
+// pfm_create_context; on x86_64 it expects 295 from perfmon2 v2.82's kernels
+// (2.6.27 to 2.6.29), the interface PFM_VERSION names.
+constexpr uint64_t kSyscallBase = 295;
+// perfmon2 showed 64 as the width of any register that is not a counter.
+constexpr uint64_t kPmcWidth = 64;
+constexpr size_t kPathMax = 4096;
+
+// PFMFS_SYSFS=0 turns the files off; read once. -1: not read yet.
+std::atomic<int> g_enabled{-1};
+
+bool enabled() {
+  int e = g_enabled.load(std::memory_order_relaxed);
+  if (e < 0) {
+    const char* v = getenv("PFMFS_SYSFS");
+    e = (v && strcmp(v, "0") == 0) ? 0 : 1;
+    g_enabled.store(e, std::memory_order_relaxed);
+  }
+  return e == 1;
+}
+
+// MOUNT/rel (NUL-terminated) into buf: its length, or -errno.
+long readMount(const char* rel, char* buf, size_t cap) {
+  const char* mount = mountPath();
+  if (!mount) return -ENODEV;
+  char path[kPathMax];
+  TextBuilder p(path, sizeof path);
+  p.add(mount).add('/').add(rel);
+  if (p.overflowed()) return -ENAMETOOLONG;
+  int fd = libc::open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  size_t len = 0;
+  while (len + 1 < cap) {
+    ssize_t n = read(fd, buf + len, cap - 1 - len);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return -err;
+    }
+    len += size_t(n);
+  }
+  close(fd);
+  buf[len] = '\0';
+  return long(len);
+}
+
+// The first line of a file's text (no newline): its length.
+size_t firstLine(const char* text, size_t len) {
+  const char* nl = static_cast<const char*>(memchr(text, '\n', len));
+  return nl ? size_t(nl - text) : len;
+}
+
+// The register masks of pmu/info, read once: they are fixed for the life of
+// the mount, and showreginfo asks for 640 register names. A failure is not
+// kept, so a daemon started later is found.
+std::atomic<bool> g_pmu_known{false};
+std::atomic<uint64_t> g_pmcs{0}, g_pmds{0};
+
+bool pmuMasks(uint64_t* pmcs, uint64_t* pmds) {
+  if (!g_pmu_known.load(std::memory_order_acquire)) {
+    char info[1024];
+    long n = readMount("pmu/info", info, sizeof info);
+    if (n < 0) return false;
+    Line line{info, firstLine(info, size_t(n))};
+    uint64_t c, d;
+    if (!findNumber(line, "pmcs", &c) || !findNumber(line, "pmds", &d)) return false;
+    g_pmcs.store(c, std::memory_order_relaxed);
+    g_pmds.store(d, std::memory_order_relaxed);
+    g_pmu_known.store(true, std::memory_order_release);
+  }
+  *pmcs = g_pmcs.load(std::memory_order_relaxed);
+  *pmds = g_pmds.load(std::memory_order_relaxed);
+  return true;
+}
+
+bool nameIs(const char* name, size_t n, const char* want) { return strlen(want) == n && memcmp(name, want, n) == 0; }
+
+struct Entry {
+  const char* name;
+  Kind kind;
+};
+constexpr Entry kRootEntries[] = {
+  {"version", Kind::kVersion},
+  {"syscall", Kind::kSyscall},
+  {"task_sessions_count", Kind::kTaskSessions},
+  {"sys_sessions_count", Kind::kSysSessions},
+  {"smpl_buffer_mem_cur", Kind::kSmplBufferMem},
+  {"pmu_desc", Kind::kPmuDesc},
+};
+constexpr const char* kAttrNames[] = {"name", "dfl_val", "rsvd_msk", "width", "addr"};
+
+// "pmcN"/"pmdN" with N as perfmon2 printed it (decimal, no leading zero),
+// for a register the PMU has.
+bool lookupRegister(const char* name, size_t n, uint64_t pmcs, uint64_t pmds, Node* out) {
+  if (n < 4 || n > 5 || name[0] != 'p' || name[1] != 'm' || (name[2] != 'c' && name[2] != 'd')) return false;
+  if (name[3] == '0' && n > 4) return false;
+  unsigned reg = 0;
+  for (size_t i = 3; i < n; ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+    reg = reg * 10 + unsigned(name[i] - '0');
+  }
+  bool pmd = name[2] == 'd';
+  if (reg >= 64 || !(((pmd ? pmds : pmcs) >> reg) & 1)) return false;
+  out->kind = Kind::kRegDir;
+  out->pmd = pmd;
+  out->reg = uint8_t(reg);
+  return true;
+}
+
+bool lookupChild(const Node& dir, const char* name, size_t n, uint64_t pmcs, uint64_t pmds, Node* out) {
+  *out = dir;
+  switch (dir.kind) {
+    case Kind::kRoot:
+      for (const Entry& e : kRootEntries) {
+        if (nameIs(name, n, e.name)) {
+          out->kind = e.kind;
+          return true;
+        }
+      }
+      return false;
+    case Kind::kPmuDesc:
+      if (nameIs(name, n, "model")) {
+        out->kind = Kind::kModel;
+        return true;
+      }
+      return lookupRegister(name, n, pmcs, pmds, out);
+    case Kind::kRegDir:
+      for (size_t i = 0; i < sizeof kAttrNames / sizeof kAttrNames[0]; ++i) {
+        if (nameIs(name, n, kAttrNames[i])) {
+          out->kind = Kind::kRegAttr;
+          out->attr = Attr(i);
+          return true;
+        }
+      }
+      return false;
+    default:
+      return false;
+  }
+}
+
+// "pmu/desc/pmc3/" and the like into b.
+void registerDir(const Node& node, TextBuilder& b) {
+  b.add("pmu/desc/").add(node.pmd ? "pmd" : "pmc").dec(node.reg).add('/');
+}
+
+// A number of one of the mount's register files, in perfmon2's format.
+long registerNumber(const Node& node, const char* file, bool hex, TextBuilder& out) {
+  char rel[64], text[64];
+  TextBuilder r(rel, sizeof rel);
+  registerDir(node, r);
+  r.add(file);
+  long n = readMount(rel, text, sizeof text);
+  if (n < 0) return n;
+  uint64_t v;
+  if (!parseU64(text, firstLine(text, size_t(n)), &v)) return -EIO;
+  if (hex) out.hex(v);
+  else out.dec(v);
+  return 0;
+}
+
+// A text file of the mount, its first line and a newline.
+long mountLine(const char* rel, TextBuilder& out) {
+  char text[kContentMax];
+  long n = readMount(rel, text, sizeof text);
+  if (n < 0) return n;
+  size_t len = firstLine(text, size_t(n));
+  text[len] = '\0';
+  out.add(text);
+  return 0;
+}
+
+long registerAttr(const Node& node, TextBuilder& out) {
+  switch (node.attr) {
+    case Attr::kName: {
+      char rel[64];
+      TextBuilder r(rel, sizeof rel);
+      registerDir(node, r);
+      r.add("name");
+      return mountLine(rel, out);
+    }
+    case Attr::kDflVal:
+      if (node.pmd) {  // pfmfs(5): a new session's PMDs start at 0
+        out.hex(0);
+        return 0;
+      }
+      return registerNumber(node, "dfl_val", true, out);
+    case Attr::kRsvdMsk:
+      return registerNumber(node, "rsvd_msk", true, out);
+    case Attr::kWidth:
+      if (!node.pmd) {
+        out.dec(kPmcWidth);
+        return 0;
+      }
+      return registerNumber(node, "width", false, out);
+    case Attr::kAddr:
+      return registerNumber(node, "addr", true, out);
+  }
+  return -EIO;
+}
+
+// The value of word `key=` in a line (nullptr when absent), and its length.
+const char* wordValue(const char* line, const char* key, size_t* len) {
+  size_t klen = strlen(key);
+  for (const char* p = line; *p;) {
+    if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+      const char* v = p + klen + 1;
+      *len = strcspn(v, " \n");
+      return v;
+    }
+    p += strcspn(p, " ");
+    p += strspn(p, " ");
+  }
+  return nullptr;
+}
+
+// perfmon2 counted sessions while loaded: per-thread ones, and the CPUs
+// that have a system-wide one (one per CPU, on pfmfs as on perfmon2: the
+// number of loaded system-wide sessions). Every user's sessions are listed in
+// sessions/, but only root sees inside another user's: EACCES then, never a
+// count of some of them. A session that goes away meanwhile is not counted.
+long countSessions(bool system, TextBuilder& out) {
+  const char* mount = mountPath();
+  if (!mount) return -ENODEV;
+  char path[kPathMax];
+  TextBuilder p(path, sizeof path);
+  p.add(mount).add("/sessions");
+  if (p.overflowed()) return -ENAMETOOLONG;
+  int dir = libc::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) return -errno;
+  uint64_t count = 0;
+  long result = 0;
+  alignas(8) char entries[2048];  // getdents64: no allocation, unlike readdir
+  for (;;) {
+    long n = syscall(SYS_getdents64, dir, entries, sizeof entries);
+    if (n <= 0) {
+      if (n < 0) result = -errno;
+      break;
+    }
+    for (long off = 0; off < n && result == 0;) {
+      auto* d = reinterpret_cast<struct dirent64*>(entries + off);
+      off += d->d_reclen;
+      if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0) continue;
+      char rel[128], state[512];
+      TextBuilder r(rel, sizeof rel);
+      r.add("sessions/").add(d->d_name).add("/state");
+      long len = r.overflowed() ? -ENOENT : readMount(rel, state, sizeof state);
+      if (len == -ENOENT) continue;
+      if (len < 0) {
+        result = len;
+        break;
+      }
+      size_t slen, mlen;
+      const char* s = wordValue(state, "state", &slen);
+      const char* m = wordValue(state, "mode", &mlen);
+      if (!s || !m) continue;
+      bool loaded = !(slen == 8 && memcmp(s, "unloaded", 8) == 0);
+      bool is_system = mlen == 6 && memcmp(m, "system", 6) == 0;
+      if (loaded && is_system == system) ++count;
+    }
+    if (result != 0) break;
+  }
+  close(dir);
+  if (result == 0) out.dec(count);
+  return result;
+}
+
+}  // namespace
+
+Resolved resolve(const char* path) {
+  Resolved r;
+  uint64_t pmcs, pmds;
+  if (!enabled() || !mountPath() || !pmuMasks(&pmcs, &pmds)) return r;  // kPassThrough
+
+  Node stack[4];  // root, pmu_desc, pmcN, attr: the deepest path
+  int depth = 0;
+  const char* p = path + kPrefixLen;
+  for (;;) {
+    while (*p == '/') ++p;
+    if (*p == '\0') break;
+    const char* name = p;
+    while (*p && *p != '/') ++p;
+    size_t n = size_t(p - name);
+    if (!stack[depth].isDir()) {
+      r.what = Resolved::kError;
+      r.error = ENOTDIR;
+      return r;
+    }
+    if (n == 1 && name[0] == '.') continue;
+    if (n == 2 && name[0] == '.' && name[1] == '.') {
+      if (depth == 0) return r;  // out of the tree: /sys/kernel's business
+      --depth;
+      continue;
+    }
+    Node child;
+    if (!lookupChild(stack[depth], name, n, pmcs, pmds, &child)) {
+      r.what = Resolved::kError;
+      r.error = ENOENT;
+      r.createsIn = *p == '\0';
+      return r;
+    }
+    stack[++depth] = child;
+  }
+  // "version/" names a directory that is not one.
+  if (p[-1] == '/' && !stack[depth].isDir()) {
+    r.what = Resolved::kError;
+    r.error = ENOTDIR;
+    return r;
+  }
+  r.what = Resolved::kFound;
+  r.node = stack[depth];
+  return r;
+}
+
+long content(const Node& node, char* buf, size_t cap) {
+  TextBuilder out(buf, cap);
+  long r = 0;
+  switch (node.kind) {
+    case Kind::kVersion:
+      out.dec(PFM_VERSION_MAJOR(PFM_VERSION)).add('.').dec(PFM_VERSION_MINOR(PFM_VERSION));
+      break;
+    case Kind::kSyscall: out.dec(kSyscallBase); break;
+    case Kind::kTaskSessions: r = countSessions(false, out); break;
+    case Kind::kSysSessions: r = countSessions(true, out); break;
+    case Kind::kSmplBufferMem: out.dec(0); break;
+    case Kind::kModel: r = mountLine("pmu/desc/model", out); break;
+    case Kind::kRegAttr: r = registerAttr(node, out); break;
+    default: return -EISDIR;
+  }
+  if (r < 0) return r;
+  out.add('\n');
+  if (out.overflowed()) return -EIO;
+  return long(out.size());
+}
+
+int statNode(const Node& node, struct stat* st) {
+  struct stat root;
+  const char* mount = mountPath();
+  if (!mount || libc::stat(mount, &root) != 0) return mount ? -errno : -ENODEV;
+  memset(st, 0, sizeof *st);
+  st->st_dev = root.st_dev;
+  st->st_uid = 0;
+  st->st_gid = 0;
+  st->st_blksize = 4096;
+  st->st_atim = root.st_atim;
+  st->st_mtim = root.st_mtim;
+  st->st_ctim = root.st_ctim;
+  // A stable inode number per node, as a directory walk expects: the node's
+  // identity, never 0.
+  st->st_ino = 1 + ((uint64_t(node.kind) << 16) | (uint64_t(node.pmd) << 15) | (uint64_t(node.reg) << 4) |
+                    (node.kind == Kind::kRegAttr ? uint64_t(node.attr) + 1 : 0));
+  if (node.isDir()) {
+    st->st_mode = S_IFDIR | 0555;
+    st->st_nlink = 2;  // "." and the entry in its parent; sysfs adds its subdirectories
+    if (node.kind == Kind::kRoot) {
+      st->st_nlink += 1;
+    } else if (node.kind == Kind::kPmuDesc) {
+      uint64_t pmcs, pmds;
+      if (pmuMasks(&pmcs, &pmds)) st->st_nlink += nlink_t(__builtin_popcountll(pmcs) + __builtin_popcountll(pmds));
+    }
+    return 0;
+  }
+  st->st_mode = S_IFREG | 0444;
+  st->st_nlink = 1;
+  // What a read returns; a file that cannot be read now (EACCES) is there all
+  // the same, with size 0: open says why.
+  char text[kContentMax];
+  long len = content(node, text, sizeof text);
+  st->st_size = len > 0 ? len : 0;
+  return 0;
+}
+
+}  // namespace pfmcompat::sysfs

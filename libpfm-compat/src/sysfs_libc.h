@@ -1,0 +1,54 @@
+// The real libc functions behind the /sys/kernel/perfmon interposers
+// (sysfs_interpose.cpp): what a call on any other path goes to, and what the
+// library itself uses to read the mount while it answers a sysfs path (never
+// the interposed names, so an answer can never loop into itself).
+//
+// Each is libc's own function, found once with dlsym(RTLD_NEXT) (at load
+// time, by a constructor). Where there is none (a fully static program: no
+// dlsym; or a call that arrives while the lookup runs, from inside dlsym
+// itself) the same operation is made with the system call, so errno and the
+// result are what the kernel says; fopen and opendir then go through fdopen
+// and fdopendir over the system call's descriptor.
+#pragma once
+
+#include <dirent.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+namespace pfmcompat::sysfs::libc {
+
+int open(const char* path, int flags, mode_t mode);
+int open64(const char* path, int flags, mode_t mode);
+int openat(int dirfd, const char* path, int flags, mode_t mode);
+int openat64(int dirfd, const char* path, int flags, mode_t mode);
+int open_2(const char* path, int flags);  // glibc's _FORTIFY_SOURCE entries
+int open64_2(const char* path, int flags);
+int openat_2(int dirfd, const char* path, int flags);
+int openat64_2(int dirfd, const char* path, int flags);
+FILE* fopen(const char* path, const char* mode);
+FILE* fopen64(const char* path, const char* mode);
+int access(const char* path, int mode);
+int faccessat(int dirfd, const char* path, int mode, int flags);
+int euidaccess(const char* path, int mode);
+int eaccess(const char* path, int mode);
+int stat(const char* path, struct stat* st);
+int stat64(const char* path, struct stat64* st);
+int lstat(const char* path, struct stat* st);
+int lstat64(const char* path, struct stat64* st);
+int fstatat(int dirfd, const char* path, struct stat* st, int flags);
+int fstatat64(int dirfd, const char* path, struct stat64* st, int flags);
+int xstat(int ver, const char* path, struct stat* st);  // __xstat: binaries built before glibc 2.33
+int xstat64(int ver, const char* path, struct stat64* st);
+int lxstat(int ver, const char* path, struct stat* st);
+int lxstat64(int ver, const char* path, struct stat64* st);
+int fxstatat(int ver, int dirfd, const char* path, struct stat* st, int flags);
+int fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags);
+int statx(int dirfd, const char* path, int flags, unsigned int mask, struct statx* st);
+DIR* opendir(const char* path);
+
+// fopen's mode as open(2) flags, as glibc reads it; false (EINVAL) for a
+// mode that is not one.
+bool fopenFlags(const char* mode, int* flags);
+
+}  // namespace pfmcompat::sysfs::libc
