@@ -324,6 +324,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
     bool operator==(const ChildImage&) const = default;
   };
   std::optional<ChildImage> child_image_;
+  ChildImage child_image_scratch_;
 
   // Across loads.
   std::uint64_t enabled_ns_ = 0;

@@ -181,8 +181,10 @@ void Session::publishChildImage() {
     child_image_.reset();
     return;
   }
+  // Built in a scratch image that keeps its capacity: this runs at the end
+  // of every operation, reads included, and allocates nothing once warm.
   EventSet& s = activeSet();
-  ChildImage img;
+  ChildImage& img = child_image_scratch_;
   img.set = s.id();
   img.pmcs.resize(desc_.pmcs.size());
   img.pmd_bits.resize(desc_.pmds.size());
@@ -192,7 +194,8 @@ void Session::publishChildImage() {
   img.pmds = s.usedPmds();
   img.counting = counting();
   if (child_image_ == img) return;
-  child_image_ = std::move(img);
+  if (child_image_) std::swap(*child_image_, img);
+  else child_image_ = img;
   pmu_->setChildImage(pmu::SetImage{child_image_->set, child_image_->pmcs, child_image_->pmds, child_image_->pmd_bits},
                       child_image_->counting);
 }

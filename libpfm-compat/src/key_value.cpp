@@ -47,7 +47,7 @@ bool LineCursor::next(Line* line) {
   return false;
 }
 
-bool findNumber(const Line& line, const char* key, uint64_t* out) {
+bool findWord(const Line& line, const char* key, Line* value) {
   const size_t key_len = strlen(key);
   const char* p = line.begin;
   const char* end = line.begin + line.size;
@@ -56,10 +56,18 @@ bool findNumber(const Line& line, const char* key, uint64_t* out) {
     const char* word = p;
     while (p < end && *p != ' ' && *p != '\t') ++p;
     size_t word_len = size_t(p - word);
-    if (word_len > key_len && memcmp(word, key, key_len) == 0 && word[key_len] == '=')
-      return parseU64(word + key_len + 1, word_len - key_len - 1, out);
+    if (word_len > key_len && memcmp(word, key, key_len) == 0 && word[key_len] == '=') {
+      value->begin = word + key_len + 1;
+      value->size = word_len - key_len - 1;
+      return true;
+    }
   }
   return false;
+}
+
+bool findNumber(const Line& line, const char* key, uint64_t* out) {
+  Line value;
+  return findWord(line, key, &value) && parseU64(value.begin, value.size, out);
 }
 
 }  // namespace pfmcompat

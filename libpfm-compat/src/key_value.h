@@ -29,8 +29,10 @@ class LineCursor {
   const char* end_;
 };
 
-// The value of `key=` in a line of space-separated words, as a number.
-// False when the key is absent or its value is not a number.
+// The value of `key=` in a line of space-separated words, as text (in
+// place) or as a number. False when the key is absent, or its value is not
+// a number.
+bool findWord(const Line& line, const char* key, Line* value);
 bool findNumber(const Line& line, const char* key, uint64_t* out);
 
 }  // namespace pfmcompat

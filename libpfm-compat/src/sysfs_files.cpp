@@ -17,6 +17,7 @@
 
 #include "key_value.h"
 #include "mount.h"
+#include "session_io.h"
 #include "sysfs_libc.h"
 #include "text_builder.h"
 
@@ -54,20 +55,8 @@ long readMount(const char* rel, char* buf, size_t cap) {
   if (p.overflowed()) return -ENAMETOOLONG;
   int fd = libc::open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return -errno;
-  size_t len = 0;
-  while (len + 1 < cap) {
-    ssize_t n = read(fd, buf + len, cap - 1 - len);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      return -err;
-    }
-    len += size_t(n);
-  }
+  ssize_t len = readSnapshot(fd, buf, cap);
   close(fd);
-  buf[len] = '\0';
   return long(len);
 }
 
@@ -225,21 +214,6 @@ long registerAttr(const Node& node, TextBuilder& out) {
   return -EIO;
 }
 
-// The value of word `key=` in a line (nullptr when absent), and its length.
-const char* wordValue(const char* line, const char* key, size_t* len) {
-  size_t klen = strlen(key);
-  for (const char* p = line; *p;) {
-    if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
-      const char* v = p + klen + 1;
-      *len = strcspn(v, " \n");
-      return v;
-    }
-    p += strcspn(p, " ");
-    p += strspn(p, " ");
-  }
-  return nullptr;
-}
-
 // perfmon2 counted sessions while loaded: per-thread ones, and the CPUs
 // that have a system-wide one (one per CPU, on pfmfs as on perfmon2: the
 // number of loaded system-wide sessions). Every user's sessions are listed in
@@ -276,12 +250,10 @@ long countSessions(bool system, TextBuilder& out) {
         result = len;
         break;
       }
-      size_t slen, mlen;
-      const char* s = wordValue(state, "state", &slen);
-      const char* m = wordValue(state, "mode", &mlen);
-      if (!s || !m) continue;
-      bool loaded = !(slen == 8 && memcmp(s, "unloaded", 8) == 0);
-      bool is_system = mlen == 6 && memcmp(m, "system", 6) == 0;
+      Line line{state, firstLine(state, size_t(len))}, s, m;
+      if (!findWord(line, "state", &s) || !findWord(line, "mode", &m)) continue;
+      bool loaded = !(s.size == 8 && memcmp(s.begin, "unloaded", 8) == 0);
+      bool is_system = m.size == 6 && memcmp(m.begin, "system", 6) == 0;
       if (loaded && is_system == system) ++count;
     }
     if (result != 0) break;

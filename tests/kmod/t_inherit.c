@@ -126,12 +126,8 @@ void t_inherit_fork(void)
 	long sw, switches_exit;
 	int fd;
 
-	kt_pin(0);
-	fam_start(1);
+	fd = fam_open(INHERIT, &base);
 	P = fam_root;
-	fd = kt_open();
-	base = attached_now(fd);
-	CHECK_OK(attach(fd, P, INHERIT));
 	CHECK(attached_now(fd) == base + 1, "attached %llu", ULL(attached_now(fd)));
 	cycles_template(ops, &n, 1000, 5000);
 	CHECK_OK(set_template(fd, P, ops, n, 7));
@@ -221,12 +217,8 @@ void t_inherit_tree(void)
 		int ms;
 	} m[5];
 
-	kt_pin(0);
-	fam_start(1);
+	fd = fam_open(INHERIT, &base);
 	P = fam_root;
-	fd = kt_open();
-	base = attached_now(fd);
-	CHECK_OK(attach(fd, P, INHERIT));
 	cycles_template(ops, &n, 1000, 5000);
 	CHECK_OK(set_template(fd, P, ops, n, 11));
 
@@ -303,12 +295,8 @@ void t_inherit_template(void)
 	pid_t P, C0, C1, C2, C3, C4;
 	int fd;
 
-	kt_pin(0);
-	fam_start(1);
+	fd = fam_open(INHERIT, &base);
 	P = fam_root;
-	fd = kt_open();
-	base = attached_now(fd);
-	CHECK_OK(attach(fd, P, INHERIT));
 
 	/* No TEMPLATE yet: tag 0, nothing counts. */
 	C0 = ask(0, 'f', 1);
@@ -386,12 +374,8 @@ void t_inherit_off(void)
 	pid_t P, C, T;
 	int fd;
 
-	kt_pin(0);
-	fam_start(1);
+	fd = fam_open(0, &base);
 	P = fam_root;
-	fd = kt_open();
-	base = attached_now(fd);
-	CHECK_OK(attach(fd, P, 0));
 	cycles_template(ops, &n, 1000, 5000);
 	CHECK_ERR(set_template(fd, P, ops, n, 7), EINVAL);
 	C = ask(0, 'f', 1);

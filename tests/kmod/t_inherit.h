@@ -35,6 +35,12 @@ extern pid_t fam_root;
  */
 void fam_start(int cpu);
 void fam_stop(void);
+/*
+ * Most tests' start: this program on cpu 0, the family on cpu 1, a new
+ * opener (returned) that attaches the root with `flags`; `*base` is
+ * stats.attached before that ATTACH.
+ */
+int fam_open(uint32_t flags, uint64_t *base);
 /* A command to agent CH; its answer; both. */
 void send_cmd(int ch, char op, int arg);
 uint64_t reply_of(int ch);

@@ -38,12 +38,8 @@ void t_inherit_close(void)
 	pid_t P, C, G, T;
 	int fd, fd2, i;
 
-	kt_pin(0);
-	fam_start(1);
+	fd = fam_open(INHERIT, &base);
 	P = fam_root;
-	fd = kt_open();
-	base = attached_now(fd);
-	CHECK_OK(attach(fd, P, INHERIT));
 	cycles_template(ops, &n, 1000, 5000);
 	CHECK_OK(set_template(fd, P, ops, n, 31));
 	C = ask(0, 'f', 1);

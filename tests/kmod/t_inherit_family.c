@@ -346,3 +346,15 @@ int image_is_zero(const struct image *im)
 
 	return !memcmp(im, &zero, sizeof(zero));
 }
+
+int fam_open(uint32_t flags, uint64_t *base)
+{
+	int fd;
+
+	kt_pin(0);
+	fam_start(1);
+	fd = kt_open();
+	*base = attached_now(fd);
+	CHECK_OK(attach(fd, fam_root, flags));
+	return fd;
+}
