@@ -200,6 +200,7 @@ void Session::unloadLocked(bool exited) {
   if (counting()) foldAll();
   releaseHolds();
   pending_resets_ = 0;
+  stopped_while_masked_ = false;
   // Children still followed are followed no more: their counts are not
   // final, so they are not merged.
   dropFollowers();
@@ -303,10 +304,20 @@ void Session::stopCounting() {
   engine_.noTicks(this);
 }
 
+// On a masked session stop keeps the session masked, as perfmon2's pfm_stop
+// did: the notification is still to be acknowledged, and programs (PAPI's
+// overflow handler) write restart after a stop. That restart then applies
+// the resets and leaves the session stopped.
 Status Session::stop() {
   Op op(*this);
   if (!loaded()) return fail(err(EINVAL, "not loaded"));
-  if (state_ != State::Loaded) stopCounting();
+  if (state_ == State::Masked) {
+    catchUp();
+    releaseHolds();
+    stopped_while_masked_ = true;
+  } else if (state_ != State::Loaded) {
+    stopCounting();
+  }
   return {};
 }
 
@@ -325,6 +336,11 @@ Status Session::restart() {
   }
   pending_resets_ = 0;
   releaseHolds();
+  if (stopped_while_masked_) {
+    stopped_while_masked_ = false;
+    state_ = State::Loaded;
+    return {};
+  }
   // The set's activation goes on: no new run.
   if (Status st = startCounting(); !st) return fail(st.error());
   return {};

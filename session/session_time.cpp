@@ -198,6 +198,7 @@ void Session::mask() {
   disableAll();
   foldAll();
   state_ = State::Masked;
+  stopped_while_masked_ = false;
   engine_.noTicks(this);
 }
 

@@ -265,9 +265,10 @@ TEST(SessionOverflow, MaskedTimeDoesNotCountTowardTheTimeout) {
   EXPECT_EQ(r.line(0, 0).enabled_ns, 1000u);
 }
 
-// stop on a masked session drops the pending resets (docs/design.md): the
-// PMD keeps the value it had at the overflow and start counts on from it.
-TEST(SessionOverflow, StopWhileMaskedDropsPendingResets) {
+// stop on a masked session keeps it masked, as perfmon2's pfm_stop did
+// (docs/design.md): restart then loads the long reset and leaves the session
+// stopped; start counts on from the reset value.
+TEST(SessionOverflow, StopWhileMaskedKeepsTheNotificationToRestart) {
   Rig r;
   r.pmc(0, 0, kCycles);
   r.period(0, 0, 300, std::nullopt, 600, true);
@@ -275,12 +276,35 @@ TEST(SessionOverflow, StopWhileMaskedDropsPendingResets) {
   r.advance(100);
   EXPECT_EQ(r.state().state, State::Masked);
   ASSERT_TRUE(r.s().stop().ok());
-  EXPECT_EQ(r.state().state, State::Loaded);
-  EXPECT_EQ(r.s().restart().code(), -EBUSY);
+  EXPECT_EQ(r.state().state, State::Masked);
+  EXPECT_EQ(r.s().start().code(), -EBUSY);
+  r.advance(50);
   EXPECT_EQ(r.read(0, 0), 0u);
+  ASSERT_TRUE(r.s().restart().ok());
+  EXPECT_EQ(r.state().state, State::Loaded);
+  EXPECT_EQ(r.read(0, 0), neg(600));
+  r.advance(50);
+  EXPECT_EQ(r.read(0, 0), neg(600));  // stopped: nothing counts
+  EXPECT_EQ(r.s().restart().code(), -EBUSY);
   ASSERT_TRUE(r.s().start().ok());
   r.advance(10);
-  EXPECT_EQ(r.read(0, 0), 30u);
+  EXPECT_EQ(r.read(0, 0), neg(600) + 30);
+  EXPECT_EQ(r.state().state, State::Active);
+}
+
+// A later overflow masks afresh: its restart starts counting again.
+TEST(SessionOverflow, MaskAfterAStoppedMaskRestartsCounting) {
+  Rig r;
+  r.pmc(0, 0, kCycles);
+  r.period(0, 0, 300, std::nullopt, 30, true);
+  r.loadAndStart();
+  r.advance(100);
+  ASSERT_TRUE(r.s().stop().ok());
+  ASSERT_TRUE(r.s().restart().ok());
+  ASSERT_TRUE(r.s().start().ok());
+  r.advance(10);
+  EXPECT_EQ(r.state().state, State::Masked);
+  ASSERT_TRUE(r.s().restart().ok());
   EXPECT_EQ(r.state().state, State::Active);
 }
 

@@ -676,11 +676,29 @@ TEST_F(SessionRules, StopFreezesCountsThatStayReadable) {
   EXPECT_EQ(pmdValue(s(), 0, 0), 300u);
 }
 
-TEST_F(SessionRules, StopWhileMaskedLeavesNothingToRestart) {
+TEST_F(SessionRules, StopWhileMaskedStaysMaskedUntilRestart) {
   makeMasked();
   ASSERT_TRUE(s().stop().ok());
+  EXPECT_EQ(s().state().state, State::Masked);
+  EXPECT_FAILS_CLEANLY(s().start(), EBUSY);
+  ASSERT_TRUE(s().restart().ok());
   EXPECT_EQ(s().state().state, State::Loaded);
   EXPECT_FAILS_CLEANLY(s().restart(), EBUSY);
+}
+
+TEST_F(SessionRules, UnloadForgetsAStoppedMask) {
+  makeMasked();
+  ASSERT_TRUE(s().stop().ok());
+  ASSERT_TRUE(s().unload().ok());
+  PmdWrite w = pmd(0, kMinus10);
+  w.notify = true;
+  ASSERT_TRUE(s().writePmd(0, w).ok());
+  ASSERT_TRUE(s().load(kRoot, gettidNow()).ok());
+  ASSERT_TRUE(s().start().ok());
+  sim_->advance(10);
+  ASSERT_EQ(s().state().state, State::Masked);
+  ASSERT_TRUE(s().restart().ok());
+  EXPECT_EQ(s().state().state, State::Active);
 }
 
 // ---- restart ----------------------------------------------------------------------------------
