@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds pfmfs and runs every test: unit, mount (integration) and libpfm
 # tests in a plain build (with the benchmarks once, as a check that they run),
-# in an ASan/UBSan build and in a TSan build; and, in the plain build, the
+# in an ASan/UBSan build and in a TSan build; and, in the plain build, PAPI's
+# perfmon2 component built from Debian's source (suite papi, tests/papi/), the
 # helper module's tests and the mount tests on the x86 backend in a QEMU
 # guest (suite vm, tests/vm/). Ends with the
 # lines "benchmarks: N passed, M failed" and "tests: N passed, M failed, K
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 tests/vm/install-deps.sh  # QEMU, Debian's kernel and its headers, for suite vm
+tests/papi/install-deps.sh  # deb-src lines and a C/Fortran toolchain: PAPI's source, for suite papi
 
 setup() {  # setup DIR [meson options...]
   local dir=$1; shift
@@ -39,7 +41,7 @@ setup build
 run build --benchmark --verbose
 mkdir -p build/summary
 cp build/meson-logs/testlog.json build/summary/benchmarks.json 2>/dev/null || rm -f build/summary/benchmarks.json
-run build --suite unit --suite integration --suite libpfm --suite vm
+run build --suite unit --suite integration --suite libpfm --suite papi --suite vm
 
 # The integration tests mount this build's pfmfsd, so the daemon itself runs
 # under ASan/UBSan here, with every mount test driving it.
