@@ -313,6 +313,7 @@ Status Session::stop() {
   if (!loaded()) return fail(err(EINVAL, "not loaded"));
   if (state_ == State::Masked) {
     catchUp();
+    if (!loaded()) return {};  // the target turned out to be gone: unloaded already
     releaseHolds();
     stopped_while_masked_ = true;
   } else if (state_ != State::Loaded) {

@@ -12,4 +12,4 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: not root" >&2; exit 77
 fi
 "$here/build-papi.sh" "$build" "$PFMFS_PAPI_CACHE"
-PFMFSD="$build/fs/pfmfsd" PFMFS_BUILD_DIR="$build" exec python3 "$here/test_papi.py"
+PFMFSD="$build/fs/pfmfsd" exec python3 "$here/test_papi.py"

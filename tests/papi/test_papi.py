@@ -8,7 +8,8 @@ to a counting PMU on a live mount, on the backend $PFMFS_BACKEND names (sim,
 with the real clock, or perf), and checks each result against the table in
 docs/libpfm-compat.md ("PAPI's tests on pfmfs"), which EXPECTED below is.
 
-Usage: PFMFS_BUILD_DIR=build [PFMFS_BACKEND=perf] python3 test_papi.py
+Usage: [PFMFS_BACKEND=perf] tests/papi/run.sh BUILD_DIR (which builds PAPI
+first); as meson tests, papi and papi-perf.
 """
 import os
 import re
