@@ -102,11 +102,11 @@ Result<Fraction> parseRateValue(std::string_view s) {
     std::string_view num_text = s.substr(0, slash);
     std::string_view den_text = s.substr(slash + 1);
     if (!allDigits(num_text) || !allDigits(den_text))
-      return err(EINVAL, "rate '{}': expected NUM/DEN in plain integers", s);
+      return err(EINVAL, "rate '{}': expected NUM/DEN in plain integers", printable(s));
     auto num = parseDigits(num_text);
     auto den = parseDigits(den_text);
-    if (!num || !den) return err(EINVAL, "rate '{}': too large", s);
-    if (*den == 0) return err(EINVAL, "rate '{}': denominator 0", s);
+    if (!num || !den) return err(EINVAL, "rate '{}': too large", printable(s));
+    if (*den == 0) return err(EINVAL, "rate '{}': denominator 0", printable(s));
     return reduced(*num, *den);
   }
   std::string_view int_part = s;
@@ -118,16 +118,16 @@ Result<Fraction> parseRateValue(std::string_view s) {
     has_point = true;
   }
   if (!allDigits(int_part) || (has_point && !allDigits(frac_part)))
-    return err(EINVAL, "rate '{}': expected a decimal such as 2.5 or a phase list DUR:RATE,...", s);
+    return err(EINVAL, "rate '{}': expected a decimal such as 2.5 or a phase list DUR:RATE,...", printable(s));
   if (frac_part.size() > kMaxFractionDigits)
-    return err(EINVAL, "rate '{}': more than {} fractional digits", s, kMaxFractionDigits);
+    return err(EINVAL, "rate '{}': more than {} fractional digits", printable(s), kMaxFractionDigits);
   auto whole = parseDigits(int_part);
   auto frac = parseDigits(frac_part);
-  if (!whole) return err(EINVAL, "rate '{}': too large", s);
+  if (!whole) return err(EINVAL, "rate '{}': too large", printable(s));
   std::uint64_t den = 1;
   for (std::size_t i = 0; i < frac_part.size(); ++i) den *= 10;
   u128 num = static_cast<u128>(*whole) * den + (has_point ? *frac : 0);
-  if (num > kU64Max) return err(EINVAL, "rate '{}': too large", s);
+  if (num > kU64Max) return err(EINVAL, "rate '{}': too large", printable(s));
   return reduced(static_cast<std::uint64_t>(num), den);
 }
 
@@ -201,24 +201,24 @@ Result<EventRate> EventRate::parse(std::string_view text) {
     std::string_view item = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
     std::size_t colon = item.find(':');
     if (colon == std::string_view::npos)
-      return err(EINVAL, "rate '{}': phase '{}' is not DUR:RATE", text, item);
+      return err(EINVAL, "rate '{}': phase '{}' is not DUR:RATE", printable(text), printable(item));
     std::string_view dur_text = item.substr(0, colon);
     if (!allDigits(dur_text))
-      return err(EINVAL, "rate '{}': phase '{}': duration is not a number of ns", text, item);
+      return err(EINVAL, "rate '{}': phase '{}': duration is not a number of ns", printable(text), printable(item));
     auto dur = parseDigits(dur_text);
-    if (!dur) return err(EINVAL, "rate '{}': period longer than 2^64 ns", text);
-    if (*dur == 0) return err(EINVAL, "rate '{}': phase '{}' lasts 0 ns", text, item);
-    if (*dur > kU64Max - period) return err(EINVAL, "rate '{}': period longer than 2^64 ns", text);
+    if (!dur) return err(EINVAL, "rate '{}': period longer than 2^64 ns", printable(text));
+    if (*dur == 0) return err(EINVAL, "rate '{}': phase '{}' lasts 0 ns", printable(text), printable(item));
+    if (*dur > kU64Max - period) return err(EINVAL, "rate '{}': period longer than 2^64 ns", printable(text));
     period += *dur;
     std::string_view value = item.substr(colon + 1);
     if (value.find(':') != std::string_view::npos)
-      return err(EINVAL, "rate '{}': phase '{}' is not DUR:RATE", text, item);
+      return err(EINVAL, "rate '{}': phase '{}' is not DUR:RATE", printable(text), printable(item));
     auto f = parseRateValue(value);
-    if (!f) return err(EINVAL, "rate '{}': phase '{}': {}", text, item, f.error().reason);
+    if (!f) return err(EINVAL, "rate '{}': phase '{}': {}", printable(text), printable(item), f.error().reason);
     // The common denominator is the lcm of reduced fractions: the smallest
     // possible, so "too large" below means no representation fits.
     u128 lcm = static_cast<u128>(den / std::gcd(den, f->den)) * f->den;
-    if (lcm > kU64Max) return err(EINVAL, "rate '{}': no common denominator fits 64 bits", text);
+    if (lcm > kU64Max) return err(EINVAL, "rate '{}': no common denominator fits 64 bits", printable(text));
     den = static_cast<std::uint64_t>(lcm);
     items.emplace_back(*dur, *f);
     if (comma == std::string_view::npos) break;
@@ -227,7 +227,7 @@ Result<EventRate> EventRate::parse(std::string_view text) {
   std::vector<RatePhase> phases;
   for (const auto& [dur, f] : items) {
     u128 num = static_cast<u128>(f.num) * (den / f.den);
-    if (num > kU64Max) return err(EINVAL, "rate '{}': rate too large for a common denominator", text);
+    if (num > kU64Max) return err(EINVAL, "rate '{}': rate too large for a common denominator", printable(text));
     phases.push_back(RatePhase{dur, static_cast<std::uint64_t>(num)});
   }
   return phased(std::move(phases), den);
@@ -383,7 +383,7 @@ Result<std::vector<Field>> splitFields(std::string_view line) {
     std::size_t key_start = i;
     while (i < line.size() && line[i] != '=' && !isBlank(line[i])) ++i;
     std::string_view key = line.substr(key_start, i - key_start);
-    if (i == line.size() || line[i] != '=') return err(EINVAL, "'{}' is not key=value", key);
+    if (i == line.size() || line[i] != '=') return err(EINVAL, "'{}' is not key=value", printable(key));
     if (key.empty()) return err(EINVAL, "'=' with no key before it");
     ++i;
     Field f{std::string(key), {}};
@@ -399,9 +399,9 @@ Result<std::vector<Field>> splitFields(std::string_view line) {
         if (c == '\\' && i < line.size() && (line[i] == '"' || line[i] == '\\')) c = line[i++];
         f.value += c;
       }
-      if (!closed) return err(EINVAL, "{}: unterminated quoted value", key);
+      if (!closed) return err(EINVAL, "{}: unterminated quoted value", printable(key));
       if (i < line.size() && !isBlank(line[i]))
-        return err(EINVAL, "{}: text right after the closing quote", key);
+        return err(EINVAL, "{}: text right after the closing quote", printable(key));
     } else {
       std::size_t value_start = i;
       while (i < line.size() && !isBlank(line[i])) ++i;
@@ -428,8 +428,8 @@ Result<SimEvent> parseEventLine(const std::vector<Field>& fields, unsigned gener
                          : f.key == "counters" ? &counters
                          : f.key == "desc"     ? &desc
                                                : nullptr;
-    if (!slot) return err(EINVAL, "unknown key '{}'", f.key);
-    if (*slot) return err(EINVAL, "key '{}' given twice", f.key);
+    if (!slot) return err(EINVAL, "unknown key '{}'", printable(f.key));
+    if (*slot) return err(EINVAL, "key '{}' given twice", printable(f.key));
     *slot = &f;
   }
   if (!name) return err(EINVAL, "missing name=");
@@ -438,13 +438,13 @@ Result<SimEvent> parseEventLine(const std::vector<Field>& fields, unsigned gener
 
   SimEvent ev;
   if (!isEventName(name->value))
-    return err(EINVAL, "name '{}': only A-Z, 0-9 and _ are allowed", name->value);
+    return err(EINVAL, "name '{}': only A-Z, 0-9 and _ are allowed", printable(name->value));
   ev.desc.name = name->value;
 
   auto c = parseInteger(code->value);
-  if (!c) return err(EINVAL, "code '{}' is not a number", code->value);
+  if (!c) return err(EINVAL, "code '{}' is not a number", printable(code->value));
   // Code 0 would read as "no event" wherever a fixed counter's code is kept.
-  if (*c == 0 || *c > kMaxCode) return err(EINVAL, "code '{}': must be 1..0x{:x}", code->value, kMaxCode);
+  if (*c == 0 || *c > kMaxCode) return err(EINVAL, "code '{}': must be 1..0x{:x}", printable(code->value), kMaxCode);
   ev.desc.code = *c;
 
   auto r = EventRate::parse(rate->value);
@@ -454,7 +454,7 @@ Result<SimEvent> parseEventLine(const std::vector<Field>& fields, unsigned gener
   if (ring) {
     if (ring->value == "user") ev.ring = Ring::User;
     else if (ring->value == "kernel") ev.ring = Ring::Kernel;
-    else return err(EINVAL, "ring '{}': must be user or kernel", ring->value);
+    else return err(EINVAL, "ring '{}': must be user or kernel", printable(ring->value));
   }
 
   const RegMask general = generalMask(general_counters);
@@ -466,14 +466,14 @@ Result<SimEvent> parseEventLine(const std::vector<Field>& fields, unsigned gener
   }
   if (counters) {
     auto m = parseInteger(counters->value);
-    if (!m) return err(EINVAL, "counters '{}' is not a number", counters->value);
-    if (*m == 0) return err(EINVAL, "counters '{}' names no counter", counters->value);
+    if (!m) return err(EINVAL, "counters '{}' is not a number", printable(counters->value));
+    if (*m == 0) return err(EINVAL, "counters '{}' names no counter", printable(counters->value));
     if (*m & ~(general | fixed_all))
       return err(EINVAL, "counters '{}': 0x{:x} are not counters (general 0x{:x}, fixed 0x{:x})",
-                 counters->value, *m & ~(general | fixed_all), general, fixed_all);
+                 printable(counters->value), *m & ~(general | fixed_all), general, fixed_all);
     if (*m & fixed_all & ~fixed_matching)
       return err(EINVAL, "counters '{}': fixed counters 0x{:x} count another event than code 0x{:x}",
-                 counters->value, *m & fixed_all & ~fixed_matching, ev.desc.code);
+                 printable(counters->value), *m & fixed_all & ~fixed_matching, ev.desc.code);
     ev.desc.counters = *m;
   } else {
     ev.desc.counters = general | fixed_matching;
