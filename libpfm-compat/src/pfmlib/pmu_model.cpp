@@ -66,16 +66,10 @@ bool numberKey(const KeyValues& kv, std::string_view key, std::uint64_t& out) {
 bool loadInfo(const std::string& pmu, PmuModel& m, std::string& why) {
   std::string text;
   if (!readFile(pmu + "/info", text, why)) return false;
-  auto kv = KeyValues::parse(trimRight(text));
-  std::uint64_t width = 0;
-  if (!kv || !kv->find("model") || !numberKey(*kv, "pmcs", m.impl_pmcs) || !numberKey(*kv, "pmds", m.impl_pmds) ||
-      !numberKey(*kv, "width", width)) {
+  if (!parsePmuInfo(text, m)) {
     why = pmu + "/info: missing model=, pmcs=, pmds= or width=";
     return false;
   }
-  m.model = *kv->find("model");
-  if (const std::string* b = kv->find("backend")) m.backend = *b;
-  m.width = static_cast<unsigned>(width);
   return true;
 }
 
@@ -124,6 +118,29 @@ bool loadRegisters(const std::string& pmu, PmuModel& m, std::string& why) {
 bool loadEvents(const std::string& pmu, PmuModel& m, std::string& why) {
   std::string text;
   if (!readFile(pmu + "/events", text, why)) return false;
+  unsigned bad_line = 0;
+  if (!parsePmuEvents(text, m, &bad_line)) {
+    why = pmu + "/events: line " + std::to_string(bad_line) + " does not parse";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parsePmuInfo(std::string_view text, PmuModel& m) {
+  auto kv = KeyValues::parse(trimRight(text));
+  std::uint64_t width = 0;
+  if (!kv || !kv->find("model") || !numberKey(*kv, "pmcs", m.impl_pmcs) || !numberKey(*kv, "pmds", m.impl_pmds) ||
+      !numberKey(*kv, "width", width))
+    return false;
+  m.model = *kv->find("model");
+  if (const std::string* b = kv->find("backend")) m.backend = *b;
+  m.width = static_cast<unsigned>(width);
+  return true;
+}
+
+bool parsePmuEvents(std::string_view text, PmuModel& m, unsigned* bad_line) {
   std::string_view rest = text;
   unsigned line_no = 0;
   while (!rest.empty()) {
@@ -135,7 +152,7 @@ bool loadEvents(const std::string& pmu, PmuModel& m, std::string& why) {
     auto kv = KeyValues::parse(line);
     EventInfo e;
     if (!kv || !kv->find("name") || !numberKey(*kv, "code", e.code) || !numberKey(*kv, "pmcs", e.pmcs)) {
-      why = pmu + "/events: line " + std::to_string(line_no) + " does not parse";
+      if (bad_line) *bad_line = line_no;
       return false;
     }
     e.name = *kv->find("name");
@@ -160,8 +177,6 @@ bool loadEvents(const std::string& pmu, PmuModel& m, std::string& why) {
   }
   return true;
 }
-
-}  // namespace
 
 const PmcInfo* PmuModel::pmc(unsigned index) const {
   for (const auto& c : pmcs)

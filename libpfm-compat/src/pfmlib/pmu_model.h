@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pfmcompat::pfmlib {
@@ -56,6 +57,13 @@ struct PmuModel {
   // A counter whose configuration is a field of a shared PMC (a fixed counter).
   bool isFixed(const PmdInfo& d) const;
 };
+
+// The parsers of pmu/info and pmu/events, apart from the reading so that the
+// fuzzers (tests/fuzz/) reach them. parsePmuEvents appends to m.events and
+// needs m's registers (for an older daemon's lines without pmds=); false, with
+// the 1-based number of the line that does not parse in *bad_line.
+bool parsePmuInfo(std::string_view text, PmuModel& m);
+bool parsePmuEvents(std::string_view text, PmuModel& m, unsigned* bad_line);
 
 // Reads the model under `mount`. Returns false, with the reason in `why`,
 // when a file is missing or does not parse: the library then reports
