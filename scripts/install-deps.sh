@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages pfmfs builds and tests with, only those that
 # are missing (apt-get update runs only when something is to be installed).
 # linux-perf gives the tests `perf stat`, to check the perf backend's counts
-# against perf's own.
+# against perf's own; clang and its libFuzzer runtime (libclang-rt-14-dev)
+# build tests/fuzz's coverage-guided targets.
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,7 @@ packages=(
   libfuse3-dev fuse3 libcap-ng-dev
   passwd util-linux procps
   linux-perf
+  clang libclang-rt-14-dev
 )
 
 missing=()

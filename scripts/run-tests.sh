@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds pfmfs and runs every test: unit, mount (integration) and libpfm
 # tests in a plain build (with the benchmarks once, as a check that they run),
-# in an ASan/UBSan build and in a TSan build; and, in the plain build, PAPI's
+# in an ASan/UBSan build and in a TSan build; the parsers' libFuzzer targets
+# in a clang build (suite fuzz, tests/fuzz/); and, in the plain build, PAPI's
 # perfmon2 component built from Debian's source (suite papi, tests/papi/), the
 # helper module's tests and the mount tests on the x86 backend in a QEMU
 # guest (suite vm, tests/vm/). Ends with the
@@ -58,7 +59,13 @@ setup build-tsan -Db_sanitize=thread
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run build-tsan --suite unit --suite integration --suite libpfm --wrapper "setarch $(uname -m) -R"
 
-python3 - build build-asan build-tsan <<'PY' || status=1
+# The libFuzzer targets of every parser (tests/fuzz/), in a clang build with
+# ASan/UBSan: each oracle's committed corpus replayed, then a few seconds of
+# fuzzing each.
+CC=clang CXX=clang++ setup build-fuzz -Dfuzzers=true -Dtests=false -Db_sanitize=address,undefined -Db_lundef=false
+run build-fuzz --suite fuzz
+
+python3 - build build-asan build-tsan build-fuzz <<'PY' || status=1
 # One line for the benchmarks and one for the tests, each failure named, so
 # that the last lines of a long log say what went wrong.
 import glob, json, os, sys
