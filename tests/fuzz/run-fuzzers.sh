@@ -26,7 +26,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 status=0
 printf '%-16s %12s %8s %8s %8s\n' oracle executions 'exec/s' cov corpus
-for oracle in $(PFMFS_ORACLE=list "$fuzzer"); do
+# PFMFS_ORACLES="a b" limits the run to those oracles (say, to share the
+# long runs between cores).
+for oracle in ${PFMFS_ORACLES:-$(PFMFS_ORACLE=list "$fuzzer")}; do
   dir=$corpus/$oracle
   mkdir -p "$dir"
   export PFMFS_ORACLE=$oracle

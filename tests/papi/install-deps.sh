@@ -23,9 +23,11 @@ if ! have_src; then
   # deb822 sources (Debian 12's default) name their types; a deb-src copy of
   # each binary source is what apt-get source needs.
   src=/etc/apt/sources.list.d/pfmfs-deb-src.sources
-  if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
-    awk '/^Types:/ { print "Types: deb-src"; next } { print }' /etc/apt/sources.list.d/*.sources >"$src"
-  fi
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] && [ "$f" != "$src" ] || continue
+    awk '/^Types:/ { print "Types: deb-src"; next } { print } END { print "" }' "$f"
+  done >"$src.new"
+  if [ -s "$src.new" ]; then mv "$src.new" "$src"; else rm -f "$src.new"; fi
   if [ -f /etc/apt/sources.list ] && grep -q '^deb ' /etc/apt/sources.list; then
     sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/etc/apt/sources.list.d/pfmfs-deb-src.list
   fi
