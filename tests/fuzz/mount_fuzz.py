@@ -523,6 +523,13 @@ def clientMain(cfg, client, user, seed, threads, result_fd):
     os._exit(0)
 
 
+def answers(mount):
+    try:
+        return pm.read(mount.path('version')).startswith('pfmfs')
+    except OSError:  # ENOTCONN: the daemon is gone
+        return False
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--seed', default=str(int(time.time())))
@@ -541,6 +548,7 @@ def main():
     mount = pm.Mount(manual_clock=not args.real_clock).start()
     failures = []
     total_ops = kills = rounds = 0
+    live = {}  # pid -> (client, report pipe, autoclose journal)
     started = time.monotonic()
     try:
         work = os.path.join(mount.tmp, 'fuzz')  # every client's files: any user writes here
@@ -551,10 +559,9 @@ def main():
         os.chmod(cfg.lock_path, 0o644)
         rnd = random.Random(args.seed)
         next_client = 0
-        rounds = 0
         while rounds < args.rounds or (args.seconds and time.monotonic() - started < args.seconds):
             rounds += 1
-            live = {}
+            live.clear()
             for c in range(args.clients):
                 client = next_client
                 next_client += 1
@@ -576,7 +583,7 @@ def main():
             kills_this_round = 0
             while live:
                 # The daemon answers, whatever the clients do.
-                if not pm.waitFor(lambda: pm.read(mount.path('version')).startswith('pfmfs'), 5.0):
+                if not pm.waitFor(lambda: answers(mount), 5.0):
                     failures.append({'thread': 'orchestrator', 'violation': 'the daemon did not answer within 5 s',
                                      'log': []})
                     raise Violation('daemon')
@@ -642,6 +649,12 @@ def main():
     except Violation:
         pass
     finally:
+        for pid in live:  # clients still running when the run stopped short
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
         try:
             mount.close()
         except Exception as e:
@@ -661,7 +674,8 @@ def main():
         if f['log']:
             print('  its last operations:\n    ' + '\n    '.join(f['log']))
     if failures:
-        print(f'\nreplay with: PFMFS_BACKEND={pm.BACKEND} {sys.argv[0]} --seed {args.seed} ' + ' '.join(sys.argv[1:]))
+        again = [a for i, a in enumerate(sys.argv[1:]) if a != '--seed' and (i == 0 or sys.argv[i] != '--seed')]
+        print(f'\nreplay with: PFMFS_BACKEND={pm.BACKEND} {sys.argv[0]} --seed {args.seed} ' + ' '.join(again))
     sys.exit(1 if failures else 0)
 
 
