@@ -289,6 +289,9 @@ void Session::haltCounting(const Error& e) {
   error_ = fmt::format("{}: counting stopped", e.reason);
 }
 
+// Brings the counts up to now and stops. An overflow due by now is taken
+// first, as the hardware would have taken it: when it notifies, the session
+// ends up stopped and masked, like a stop of a session already masked.
 void Session::stopCounting() {
   catchUp();
   if (!loaded()) return;  // the target turned out to be gone: unloaded already
@@ -299,9 +302,13 @@ void Session::stopCounting() {
     foldAll();
   }
   releaseHolds();
+  engine_.noTicks(this);
+  if (state_ == State::Masked) {
+    stopped_while_masked_ = true;
+    return;
+  }
   pending_resets_ = 0;
   state_ = State::Loaded;
-  engine_.noTicks(this);
 }
 
 // On a masked session stop keeps the session masked, as perfmon2's pfm_stop
@@ -311,14 +318,7 @@ void Session::stopCounting() {
 Status Session::stop() {
   Op op(*this);
   if (!loaded()) return fail(err(EINVAL, "not loaded"));
-  if (state_ == State::Masked) {
-    catchUp();
-    if (!loaded()) return {};  // the target turned out to be gone: unloaded already
-    releaseHolds();
-    stopped_while_masked_ = true;
-  } else if (state_ != State::Loaded) {
-    stopCounting();
-  }
+  if (state_ != State::Loaded) stopCounting();
   return {};
 }
 

@@ -1161,6 +1161,30 @@ TEST(SessionSkid, LeavingThePmuTakesTheOverflowInSkid) {
   }
 }
 
+// A notifying overflow in skid taken by stop masks the session, as one taken
+// a moment earlier would have: the notification is queued, restart loads the
+// long reset and the session stays stopped (PAPI's handler restarts after
+// the program's stop).
+TEST(SessionSkid, StopTakingANotifyingOverflowLeavesTheSessionMasked) {
+  Rig r(skidConfig(30));
+  r.pmc(0, 0, kCycles);
+  r.period(0, 0, 300, 300, 600, true);  // wraps at 100, due at 110
+  r.loadAndStart();
+  r.advance(105);
+  ASSERT_TRUE(r.s().stop().ok());
+  EXPECT_EQ(r.state().state, State::Masked);
+  EXPECT_EQ(r.state().queued, 1u);
+  EXPECT_EQ(r.info(0).ovfl_pmds, 0x1u);
+  r.advance(100);  // stopped and masked: nothing counts
+  EXPECT_EQ(r.read(0, 0), 15u);
+  ASSERT_TRUE(r.s().restart().ok());
+  EXPECT_EQ(r.state().state, State::Loaded);
+  EXPECT_EQ(r.read(0, 0), neg(600));
+  ASSERT_TRUE(r.s().start().ok());
+  r.advance(50);
+  EXPECT_EQ(r.read(0, 0), neg(450));
+}
+
 // A time switch while an overflow is in skid: the overflow is taken first, in
 // the set that counted it, so its late interrupt cannot land in the next set.
 // Silent, the switch follows; notifying, it masks and the switch waits for
