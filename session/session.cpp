@@ -166,6 +166,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   child_image_.reset();
   target_ = t;
   state_ = State::Loaded;
+  late_restart_ok_ = false;
   ever_loaded_ = true;
   exited_ = false;
   target_exited_ = false;
@@ -201,6 +202,7 @@ void Session::unloadLocked(bool exited) {
   releaseHolds();
   pending_resets_ = 0;
   stopped_while_masked_ = false;
+  late_restart_ok_ = state_ == State::Masked;
   // Children still followed are followed no more: their counts are not
   // final, so they are not merged.
   dropFollowers();
@@ -324,7 +326,17 @@ Status Session::stop() {
 
 Status Session::restart() {
   Op op(*this);
-  if (state_ != State::Masked) return fail(err(EBUSY, "nothing to restart: no overflow notification is pending"));
+  if (state_ != State::Masked) {
+    // The notification of a session unloaded while masked may reach the
+    // program after the unload (libpfm-compat's signal comes from a thread
+    // of its own, a moment after the overflow): its restart is accepted
+    // once, and does nothing.
+    if (state_ == State::Unloaded && late_restart_ok_) {
+      late_restart_ok_ = false;
+      return {};
+    }
+    return fail(err(EBUSY, "nothing to restart: no overflow notification is pending"));
+  }
   if (EventSet* s = findSet(pending_set_)) {
     // The resets are the overflowing thread's; a child that exited since
     // has nothing left to reset.

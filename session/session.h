@@ -306,6 +306,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::uint16_t pending_set_ = 0;       // masked: the set whose PMDs restart resets
   pmu::RegMask pending_resets_ = 0;
   bool stopped_while_masked_ = false;   // masked, then stop: restart leaves the session loaded
+  bool late_restart_ok_ = false;        // unloaded while masked: one restart is a late acknowledgement
 
   // Inheritance, while loaded.
   bool target_exited_ = false;           // the target is gone, children still followed
