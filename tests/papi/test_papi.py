@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,6 +39,13 @@ PRESET_TESTS = ['zero', 'first', 'second', 'multiplex1', 'multiplex2', 'overflow
 OTHER_TESTS = ['fork', 'fork2', 'exec', 'exec2', 'forkexec', 'forkexec2', 'forkexec3', 'forkexec4',
                'all_native_events', 'cmpinfo', 'hwinfo']
 
+# What PAPI's overflow handler prints when the signal of an overflow comes
+# after the program stopped (running_eventset gone) or unloaded and loaded
+# again (pfm_restart EBUSY): the library's signal thread is a moment late
+# where perfmon2's interrupt was not.
+LATE_SIGNAL = re.compile(r'PAPI Error: (thread->running_eventset == NULL in _papi_pfm_dispatch_timer!'
+                         r'|pfm_restart\(\d+\): Unknown error -1)\n')
+
 # The presets the patched PAPI finds on the architectural PMU (the sim's model).
 ARCH_PRESETS = {'PAPI_TOT_CYC', 'PAPI_TOT_INS', 'PAPI_REF_CYC', 'PAPI_L3_TCA', 'PAPI_L3_TCM', 'PAPI_BR_INS',
                 'PAPI_BR_MSP'}
@@ -45,7 +53,7 @@ ARCH_PRESETS = {'PAPI_TOT_CYC', 'PAPI_TOT_INS', 'PAPI_REF_CYC', 'PAPI_L3_TCA', '
 
 def expected(build):
     """What each ctest does on this backend with this build: PASSED, SKIPPED,
-    FAILED or 'killed by SIGNAME'."""
+    FAILED or 'killed by SIGNAME', or a set of those where timing decides."""
     if pm.PERF or build == 'plain':
         # No preset: perf-sw has no cycle or instruction counter; the plain
         # PAPI runs on the sim with PFMFS_PMU_NAME=intel-arch-v2, a name its
@@ -56,7 +64,12 @@ def expected(build):
         table['second'] = 'FAILED'  # the sim counts at user level only: PAPI_DOM_KERNEL reads 0
         # perfmon2 sends an attached thread's end message with the program's
         # F_SETSIG signal; PAPI installs no handler for it outside overflow.
-        table['attach2'] = table['attach3'] = f'killed by {signalName(RTSIG)}'
+        # The signal comes from the library's thread once the daemon has seen
+        # the exit: a program that finishes first passes. And PAPI's own race:
+        # its attach checks that the child is traced with PTRACE_ATTACH, which
+        # succeeds, stops the child and skips the test when the child has not
+        # reached its PTRACE_TRACEME yet (a loaded machine).
+        table['attach2'] = table['attach3'] = {f'killed by {signalName(RTSIG)}', 'PASSED', 'SKIPPED'}
     table.update({t: 'PASSED' for t in OTHER_TESTS})
     return table
 
@@ -90,10 +103,25 @@ class PapiTest(unittest.TestCase):
         return env
 
     def run_papi(self, build, path, *args, preexec=None, **extra):
+        """Runs one PAPI program in a process group of its own, its output
+        into files, and kills what is left of the group when it ends: PAPI's
+        attach tests can leave their child stopped for good (below)."""
         root = PLAIN if build == 'plain' else PATCHED
-        return subprocess.run([os.path.join(root, path), *args], cwd=os.path.dirname(os.path.join(root, path)),
-                              env=self.env(build, **extra), capture_output=True, text=True, timeout=300,
-                              preexec_fn=preexec)
+        exe = os.path.join(root, path)
+        with tempfile.TemporaryFile('w+') as out, tempfile.TemporaryFile('w+') as err:
+            proc = subprocess.Popen([exe, *args], cwd=os.path.dirname(exe), env=self.env(build, **extra),
+                                    stdout=out, stderr=err, start_new_session=True, preexec_fn=preexec)
+            try:
+                proc.wait(timeout=300)
+            finally:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+            out.seek(0)
+            err.seek(0)
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
 
     def util(self, build, name, *args):
         proc = self.run_papi(build, os.path.join('utils', name), *args)
@@ -166,9 +194,14 @@ class PapiTest(unittest.TestCase):
             proc = self.run_papi(build, os.path.join('ctests', name), 'TESTS_QUIET')
             got[name] = outcome(proc)
             if got[name] == 'PASSED':
-                # PAPI prints its component's errors; a pass with one is not clean.
-                self.assertNotIn('PAPI Error', proc.stdout + proc.stderr, f'{build} {name}')
-        self.assertEqual(got, want, build)
+                # PAPI prints its component's errors; a pass with one is not
+                # clean, but for what a late overflow signal makes PAPI's
+                # handler say (docs/libpfm-compat.md, "PAPI's tests on pfmfs").
+                out = LATE_SIGNAL.sub('', proc.stdout + proc.stderr)
+                self.assertNotIn('PAPI Error', out, f'{build} {name}')
+        differ = {n: got[n] for n in got if got[n] != want[n] and not (isinstance(want[n], set) and got[n] in want[n])}
+        self.assertEqual(differ, {}, f'{build}: these ctests did not do what docs/libpfm-compat.md says: '
+                                     f'{ {n: want[n] for n in differ} }')
 
     def test_ctests_of_the_patched_papi(self):
         self.check_ctests('patched')
@@ -183,7 +216,10 @@ class PapiTest(unittest.TestCase):
         def ignore():
             signal.signal(RTSIG, signal.SIG_IGN)
         for name in ('attach2', 'attach3'):
-            proc = self.run_papi('patched', os.path.join('ctests', name), 'TESTS_QUIET', preexec=ignore)
+            for attempt in range(5):  # PAPI's PTRACE_TRACEME race (expected()) skips a run now and then
+                proc = self.run_papi('patched', os.path.join('ctests', name), 'TESTS_QUIET', preexec=ignore)
+                if outcome(proc) != 'SKIPPED':
+                    break
             self.assertEqual(outcome(proc), 'PASSED', f'{name}: {proc.stdout[-1500:]}{proc.stderr[-1500:]}')
 
 
