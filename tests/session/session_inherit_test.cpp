@@ -471,11 +471,14 @@ TEST_F(Inherit, UnloadLetsChildrenGo) {
   start();
   target.go();
   ASSERT_TRUE(target.report().has_value());
-  ASSERT_EQ(waitFollowed(1).followed, 1u);
+  // At least the child; under TSan the target's runtime may have started a
+  // thread of its own since the load, which is followed too.
+  std::size_t followed = waitState([](const StateInfo& x) { return x.followed >= 1; }).followed;
+  ASSERT_GE(followed, 1u);
   ASSERT_TRUE(s_->unload().ok());
   StateInfo i = s_->state();
   EXPECT_EQ(i.followed, 0u);
-  EXPECT_EQ(i.dropped, 1u);
+  EXPECT_GE(i.dropped, followed);
   target.go();
   ASSERT_TRUE(target.report().has_value());
   target.go();
