@@ -131,7 +131,9 @@ Result<Fraction> parseRateValue(std::string_view s) {
   return reduced(static_cast<std::uint64_t>(num), den);
 }
 
-// num/den as parse() reads it back: a decimal where den divides 10^9.
+// num/den as parse() reads it back: a decimal where den divides 10^9 and
+// the decimal's digits, read as one integer, fit 64 bits (parse's limit);
+// else the fraction.
 std::string rateText(std::uint64_t num, std::uint64_t den) {
   if (kDecimalScale % den != 0) return fmt::format("{}/{}", num, den);
   std::string out = fmt::format("{}", num / den);
@@ -139,6 +141,11 @@ std::string rateText(std::uint64_t num, std::uint64_t den) {
   if (frac != 0) {
     std::string digits = fmt::format("{:09}", frac);
     digits.erase(digits.find_last_not_of('0') + 1);
+    u128 scaled = static_cast<u128>(num / den);
+    std::uint64_t tail = frac;  // the digits kept, as an integer
+    for (std::size_t i = 0; i < digits.size(); ++i) scaled *= 10;
+    for (std::size_t i = digits.size(); i < kMaxFractionDigits; ++i) tail /= 10;
+    if (scaled + tail > kU64Max) return fmt::format("{}/{}", num, den);
     out += '.';
     out += digits;
   }

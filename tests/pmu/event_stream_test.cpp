@@ -236,6 +236,15 @@ TEST(EventRatePhased, DefaultPhasesAreComplementary) {
   EXPECT_EQ(b->rate.maxRateCeil(), 4u);
 }
 
+// A rate whose decimal would not read back (its digits, as one integer, pass
+// 64 bits) is written as the fraction. Found by the libFuzzer oracle simRate.
+TEST(EventRate, ToStringReadsBackWhereTheDecimalWouldNotFit) {
+  EventRate r = mustParse("5257777777777777776/25");  // 210311111111111111.04
+  EXPECT_EQ(r.toString(), "5257777777777777776/25");
+  EXPECT_EQ(mustParse(r.toString()), r);
+  EXPECT_EQ(mustParse("210311111111111111.5").toString(), "210311111111111111.5");
+}
+
 TEST(EventRatePhased, FractionalPhasesMatchBruteForce) {
   // 1.5/ns for 3 ns, idle for 2 ns, 0.25/ns for 5 ns: 5.75 per 10 ns period.
   EventRate r = mustParse("3:1.5,2:0,5:0.25");
