@@ -350,7 +350,8 @@ class SkidTest(MountTestCase):
     def test_stop_in_skid_takes_the_overflow(self):
         # Cycles with a period of 300 wrap at 100 ns; the interrupt would come
         # at the 311th cycle (104 ns). Stopped at 102 ns, the set takes its
-        # overflow then: the notification, with the skid counted so far.
+        # overflow then: the notification, with the skid counted so far, and
+        # the session stopped and masked until restart (pfmfs(5), ctl).
         s = self.newSession()
         pid = self.sleeper()
         s.pmc(0, 'UNHALTED_CORE_CYCLES')
@@ -361,11 +362,17 @@ class SkidTest(MountTestCase):
         self.assertEqual(s.readPmd(0), 6)
         self.assertEqual(s.state(), stateLine('active', target=pid))
         s.ctl('stop')
-        self.assertEqual(s.state(), stateLine('loaded', target=pid, queued=1))
+        self.assertEqual(s.state(), stateLine('masked', target=pid, queued=1))
         self.assertEqual(s.readPmd(0), 6)
         self.assertEqual(s.readMessages(), ovflLine(1, pid, pid, 102))
-        self.m.advance(10)  # no late interrupt
+        self.m.advance(10)  # no late interrupt, nothing counts
+        self.assertEqual(s.state(), stateLine('masked', target=pid))
+        self.assertEqual(s.readPmd(0), 6)
+        s.ctl('restart')  # the long reset, and still stopped
         self.assertEqual(s.state(), stateLine('loaded', target=pid))
+        self.assertEqual(s.readPmd(0), neg(300))
+        self.m.advance(10)
+        self.assertEqual(s.readPmd(0), neg(300))
 
 
 if __name__ == '__main__':
