@@ -419,7 +419,8 @@ int createSet(Context& c, uint16_t id, uint32_t flags, uint64_t timeout_ns, uint
   TextBuilder p(path, sizeof path);
   p.add("sets/").dec(id);
   // An existing set is modified, as perfmon2 did (set 0 always exists).
-  if (mkdirat(c.dirFd(), path, 0700) != 0 && errno != EEXIST) {
+  bool created = mkdirat(c.dirFd(), path, 0700) == 0;
+  if (!created && errno != EEXIST) {
     noteMountFailure();
     return -errno;
   }
@@ -431,13 +432,22 @@ int createSet(Context& c, uint16_t id, uint32_t flags, uint64_t timeout_ns, uint
   } else {
     r.add(flags & kOvfl ? "ovfl" : "none");
   }
-  FdLease sw = c.setFile(id, SetFile::Switch);
-  if (!sw.ok()) return setError(sw.error());
-  if (int e = writeWhole(sw.fd(), r.data(), r.size()); e < 0) return e;
-  if (!effective_ns) return 0;
+  int e = 0;
   SetStatus st;
-  if (int e = setStatus(c, id, &st, false); e < 0) return e;
-  *effective_ns = st.timeout_ns;
+  FdLease sw = c.setFile(id, SetFile::Switch);
+  if (!sw.ok())
+    e = setError(sw.error());
+  else if ((e = writeWhole(sw.fd(), r.data(), r.size())) == 0 && effective_ns)
+    e = setStatus(c, id, &st, false);
+  if (e < 0) {
+    // perfmon2 checked the descriptor before it made the set: a refused
+    // rule (a time switch of 0 ns, say) leaves no new set behind. The
+    // mount's reason stays in `error`; this rmdir cannot fail on a set
+    // this call made, and nothing is loaded that could hold it.
+    if (created) unlinkat(c.dirFd(), path, AT_REMOVEDIR);
+    return e;
+  }
+  if (effective_ns) *effective_ns = st.timeout_ns;
   return 0;
 }
 

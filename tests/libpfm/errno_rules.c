@@ -206,6 +206,19 @@ int main(void)
 	CHECK_ERRNO(load(fd, tid_self(), 7), EINVAL);
 	CHECK_STATE(fd, "unloaded");
 
+	/* A set whose rule the mount refuses (a time switch of 0 ns) is not
+	 * made at all (found by mount_fuzz.py's libpfm client: the set stayed). */
+	{
+		pfarg_setdesc_t d;
+
+		memset(&d, 0, sizeof(d));
+		d.set_id = 7;
+		d.set_flags = PFM_SETFL_TIME_SWITCH;
+		CHECK_ERRNO(pfm_create_evtsets(fd, &d, 1), EINVAL);
+		CHECK_ERRNO(pfm_getinfo_evtsets(fd, &si, 1), EINVAL);
+		CHECK_ERRNO(one_set(fd, 7, 0), EINVAL);
+	}
+
 	/* A PMD never written (pmd2: nothing selects it either). */
 	pds[0] = pmd(0, 2, 0);
 	CHECK_ERRNO(pfm_read_pmds(fd, pds, 1), EINVAL);

@@ -94,6 +94,7 @@ typedef struct {
  * - A sampling format (smpl_name not NULL) is not offered: EOPNOTSUPP.
  * - A descriptor that is not a context (or no longer is): EBADF.
  * - A vector with count < 0, or NULL with count > 0: EINVAL; count 0 succeeds.
+ * - A NULL ctx or load argument: EFAULT, as the kernel's copy of it failed.
  * - Signals: F_SETOWN / F_SETOWN_EX on the descriptor (with F_SETSIG if
  *   wanted) turns them on, one per notification, exactly as the kernel sends
  *   them for any file (F_SETSIG: si_code POLL_IN, si_fd, si_band). FUSE
