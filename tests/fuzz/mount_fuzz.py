@@ -4,488 +4,55 @@ the two test users, each a process of several threads) issue seeded random
 sequences of real operations, and every reply and the sessions' files are
 checked against what docs/pfmfs.5.md promises.
 
-Each thread owns a few sessions, which only it changes, and a target process
-to load them on; it also attacks sessions of other clients (another user's
-must refuse it) and races opens against rmdir. After every operation on one
-of its sessions it checks:
-  - the reply is a value or an errno the docs list (ALLOWED);
+Each thread (fuzz_worker.py) owns a few sessions, which only it changes, and
+a target process to load them on; it also attacks sessions of other clients
+(another user's must refuse it), races opens against rmdir, blocks in reads
+and epoll_wait on msg until a target's exit or an rmdir wakes them, and runs
+libpfm-compat clients making random calls (libpfm_fuzz.c). After every
+operation on one of its sessions it checks:
+  - the reply is a value or an errno the docs list (fuzz_inputs.ALLOWED);
   - a refused write changed nothing of the session's configuration;
   - a counting PMD written with a plain value never goes backwards;
   - with the sim's manual clock, `counts` and `sets/N/pmdK` agree;
-  - rmdir leaves nothing behind.
-The orchestrator kills clients with SIGKILL mid-call (their autoclose
-sessions must go), checks that the daemon keeps answering, and at the end
-that no session is left and the daemon's log has no sanitizer report.
+  - rmdir leaves nothing behind; a blocked reader is woken within 5 s.
+The orchestrator kills clients with SIGKILL mid-call (their autoclose and
+libpfm sessions must go), checks that the daemon keeps answering, and at the
+end that no session is left and the daemon's log has no sanitizer report.
 
   PFMFS_BACKEND=sim|perf python3 mount_fuzz.py [--seed S] [--ops N]
       [--clients C] [--threads T] [--real-clock] [--kill-every SEC]
 
-A failing run prints its seed and each failing thread's last operations;
-the same seed replays the same choices (the interleaving of threads and
-clients is the machine's).
+A failing run prints its seed and each failing thread's last operations,
+then shrinks the first failure: its thread's operations are replayed alone
+on a fresh mount, and dropped while the failure stays (ddmin), and the
+shortest sequence is printed with the line that replays it (--replay). A
+failure that needs other clients' interleaving does not replay alone: the
+seed is then what reproduces it, in a few runs.
 """
 import argparse
-import errno
 import fcntl
 import json
 import os
 import random
-import select
+import re
 import signal
 import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'integration'))
-import pfmfs_mount as pm  # noqa: E402
+from fuzz_inputs import pm
+from fuzz_worker import Worker
 
-# errno values a user may see from the mount (pfmfs(5), ERRORS and the files).
-ALLOWED = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EINVAL, errno.EBUSY, errno.ESRCH, errno.EEXIST,
-           errno.ENOSPC, errno.EAGAIN, errno.ENOTEMPTY, errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR}
-DENIED = {errno.EACCES, errno.EPERM, errno.ENOENT}  # another user's session
-LOG_TAIL = 40
-SESSIONS_PER_THREAD = 3
+USERS = ['root', pm.TEST_USER, pm.TEST_USER2]  # client k runs as USERS[k % 3]
 
-
-class Violation(Exception):
-    pass
-
-
-# ---- inputs: valid, boundary and garbage values for every file --------------------------
-
-EVENTS_SIM = ['UNHALTED_CORE_CYCLES', 'INSTRUCTION_RETIRED:u', 'LLC_MISSES:u:k', 'BRANCH_INSTRUCTIONS_RETIRED',
-              'SIM_PHASE_A', 'INSTRUCTIONS_RETIRED']
-EVENTS_PERF = ['TASK_CLOCK', 'PAGE_FAULTS', 'CONTEXT_SWITCHES:u', 'CPU_CLOCK']
-GARBAGE = ['', '\n', '-', '0x', 'zz', '18446744073709551616', '-18446744073709551616', 'pmc0', '\x00', '\xff\xfe',
-           'x' * 300, '1 2 3', 'notify=2', 'load', 'start 70000', 'time 0', 'time', 'system thread', '0x1ffffffffffffffff']
-
-
-def numberText(rnd):
-    return rnd.choice(['0', '1', '-1', '-1000', '-30', '0xffffffffffffffff', '18446744073709551615', str(rnd.randrange(1 << 48)),
-                       '-' + str(rnd.randrange(1, 1 << 20))])
-
-
-def pmcValue(rnd, events):
-    r = rnd.random()
-    if r < 0.55:
-        return rnd.choice(events) + rnd.choice(['', '', ' no_emul64'])
-    if r < 0.8:
-        return hex(rnd.choice([0x13003c, 0x1300c0, 0x53003c, 0x222, 0, 1 << 63, rnd.randrange(1 << 64)]))
-    return rnd.choice(GARBAGE)
-
-
-def pmdValue(rnd):
-    r = rnd.random()
-    if r < 0.4:
-        return '0', True  # plain: a counter whose count must not go back
-    attrs = []
-    for key in ('long_reset', 'short_reset'):
-        if rnd.random() < 0.3:
-            attrs.append(f'{key}={numberText(rnd)}')
-    if rnd.random() < 0.3:
-        attrs.append('notify')
-    if rnd.random() < 0.15:
-        attrs.append(f'switch_cnt={rnd.randrange(4)}')
-    if rnd.random() < 0.15:
-        attrs.append(f'reset_pmds={rnd.randrange(20)}')
-    if rnd.random() < 0.1:
-        attrs.append(rnd.choice(['random', 'random_mask=0xff', 'eventid=7', 'smpl_pmds=1,2']))
-    if rnd.random() < 0.15:
-        attrs.append(rnd.choice(GARBAGE))
-    return ' '.join([numberText(rnd)] + attrs), False
-
-
-# ---- the configuration a refused write must leave alone ---------------------------------
-
-def configOf(sess):
-    """flags, mode, the sets with their switch, PMCs and PMD attributes (not
-    PMD values, which counting moves)."""
-    out = [pm.read(os.path.join(sess, 'flags')), pm.read(os.path.join(sess, 'mode'))]
-    for s in sorted(os.listdir(os.path.join(sess, 'sets')), key=int):
-        d = os.path.join(sess, 'sets', s)
-        out.append(f'set {s}: ' + pm.read(os.path.join(d, 'switch')).strip())
-        for line in pm.read(os.path.join(d, 'regs')).splitlines():
-            words = line.split()
-            if words and words[0].startswith('pmd'):
-                words = [words[0]] + words[2:]  # the value counts on
-                if len(words) == 1:
-                    continue
-            out.append(' '.join(words))
-    return '\n'.join(out)
-
-
-class Stale(Exception):
-    """The session went away under a check (its target's autoclose, say)."""
-
-
-def snapshot(sess):
-    try:
-        return configOf(sess)
-    except OSError as e:
-        if e.errno == errno.ENOENT:
-            raise Stale()
-        raise
-
-
-# ---- one client thread ---------------------------------------------------------------
-
-class Worker:
-    def __init__(self, cfg, client, thread, rnd, report):
-        self.cfg = cfg
-        self.client = client
-        self.rnd = rnd
-        self.report = report
-        self.uid = os.getuid()
-        self.prefix = f'c{client}t{thread}'
-        self.log = []
-        self.target = None
-        self.held = {}  # session name -> open fd (autoclose sessions)
-        self.tracked = {}  # (session, set, pmd) -> last count read
-        self.resetting = set()  # (session, set): some PMD resets others when it overflows
-        self.events = EVENTS_PERF if pm.PERF else EVENTS_SIM
-        self.ops = 0
-
-    # -- helpers
-
-    def path(self, *parts):
-        return os.path.join(self.cfg.mnt, *parts)
-
-    def note(self, text):
-        self.log.append(text)
-        if len(self.log) > LOG_TAIL:
-            del self.log[0]
-
-    def fail(self, what):
-        raise Violation(what)
-
-    def call(self, what, fn, *args):
-        """Runs one operation; returns (ok, value or errno) after checking
-        that an error is one the docs allow."""
-        try:
-            v = fn(*args)
-            self.note(f'{what} -> ok')
-            return True, v
-        except OSError as e:
-            self.note(f'{what} -> {errno.errorcode.get(e.errno, e.errno)}')
-            if e.errno not in ALLOWED:
-                self.fail(f'{what}: errno {errno.errorcode.get(e.errno, e.errno)} is not one pfmfs(5) lists')
-            return False, e.errno
-
-    def mine(self):
-        return [f'{self.prefix}s{k}' for k in range(SESSIONS_PER_THREAD)]
-
-    def newTarget(self):
-        if self.target is not None:
-            self.target.kill()
-            self.target.wait()
-        import subprocess
-        self.target = subprocess.Popen(['sleep', '1000'], stdin=subprocess.DEVNULL)
-
-    # -- the operations
-
-    def opMkdir(self, name):
-        ok, _ = self.call(f'mkdir {name}', os.mkdir, self.path('sessions', name))
-        if ok and self.rnd.random() < 0.3:
-            # An autoclose session lives as long as a message file of it is
-            # open (pfmfs(5), AUTOCLOSE): hold msg, then set the flag.
-            fd = os.open(self.path('sessions', name, 'msg'), os.O_RDONLY | os.O_NONBLOCK)
-            okf, _ = self.call(f'flags autoclose {name}', pm.write, self.path('sessions', name, 'flags'), 'autoclose\n')
-            if okf:
-                self.held[name] = fd
-                self.journal('+', name)
-            else:
-                os.close(fd)
-
-    def opRmdir(self, name):
-        ok, _ = self.call(f'rmdir {name}', os.rmdir, self.path('sessions', name))
-        if ok:
-            if os.path.exists(self.path('sessions', name)):
-                self.fail(f'{name} still there after rmdir succeeded')
-            self.forget(name)
-
-    def progress(self):
-        """The thread's operation count so far, for a client killed before its
-        report (one file per thread, rewritten whole)."""
-        with open(f'{self.cfg.autoclose_file}.{self.prefix}.ops', 'w') as f:
-            f.write(str(self.ops))
-
-    def journal(self, sign, name):
-        """+NAME: an autoclose session held open; -NAME: no more. The
-        orchestrator replays it to know what a SIGKILL must take away."""
-        with open(self.cfg.autoclose_file, 'a') as f:
-            f.write(f'{sign}{name}\n')
-
-    def release(self, name):
-        fd = self.held.pop(name, None)
-        if fd is not None:
-            self.journal('-', name)
-            os.close(fd)
-
-    def forget(self, name):
-        self.release(name)
-        for key in [k for k in self.tracked if k[0] == name]:
-            del self.tracked[key]
-        self.resetting = {r for r in self.resetting if r[0] != name}
-
-    def opWrite(self, name):
-        sess = self.path('sessions', name)
-        if not os.path.isdir(sess):
-            return self.opMkdir(name)
-        rnd = self.rnd
-        sets = [s for s in os.listdir(os.path.join(sess, 'sets'))] if os.path.isdir(os.path.join(sess, 'sets')) else ['0']
-        st = rnd.choice(sets + ['9'])
-        k = rnd.choice([0, 1, 2, 3, 16, 17, 63, 64]) if not pm.PERF else rnd.choice([0, 1, 7, 8])
-        plain = False
-        kind = rnd.choice(['pmc', 'pmc', 'pmd', 'pmd', 'regs', 'switch', 'flags', 'mode', 'ctl', 'ctl', 'ctl', 'mkset',
-                           'rmset'])
-        if kind == 'pmc':
-            rel, text = f'sets/{st}/pmc{k}', pmcValue(rnd, self.events)
-        elif kind == 'pmd':
-            value, plain = pmdValue(rnd)
-            rel, text = f'sets/{st}/pmd{k}', value
-        elif kind == 'regs':
-            lines = [f'pmc{rnd.choice([0, 1, 2])} {pmcValue(rnd, self.events)}', f'pmd{rnd.choice([0, 1, 2])} {pmdValue(rnd)[0]}']
-            rel, text = f'sets/{st}/regs', '\n'.join(rnd.sample(lines, rnd.randint(1, 2)))
-        elif kind == 'switch':
-            rel, text = f'sets/{st}/switch', rnd.choice(['none', 'ovfl', f'time {rnd.randint(1, 5000000)}', 'time 1000 ovfl',
-                                                         rnd.choice(GARBAGE)])
-        elif kind == 'flags':
-            rel, text = 'flags', rnd.choice(['', 'no_msg', 'notify_block', 'inherit', 'no_msg inherit', rnd.choice(GARBAGE)])
-        elif kind == 'mode':
-            rel, text = 'mode', rnd.choice(['thread', 'system', rnd.choice(GARBAGE)])
-        elif kind == 'ctl':
-            tid = rnd.choice([self.target.pid, self.target.pid, 1, 999999999, -1, 0])
-            rel, text = 'ctl', rnd.choice([f'load {tid}', f'load {tid} set={rnd.choice([0, 1, 9])}', 'start', 'start 1',
-                                           'stop', 'restart', 'unload', 'unload', rnd.choice(GARBAGE)])
-        elif kind == 'mkset':
-            self.call(f'mkset {name}/{st}', os.mkdir, os.path.join(sess, 'sets', str(rnd.randrange(6))))
-            return
-        else:
-            if len(sets) > 1:
-                victim = rnd.choice(sets)
-                ok, _ = self.call(f'rmset {name}/{victim}', os.rmdir, os.path.join(sess, 'sets', victim))
-                if ok:
-                    for key in [kk for kk in self.tracked if kk[0] == name and kk[1] == int(victim)]:
-                        del self.tracked[key]
-                    self.resetting.discard((name, int(victim)))
-            return
-        try:
-            before = snapshot(sess)
-        except Stale:
-            self.forget(name)
-            return
-        ok, err = self.call(f'write {name}/{rel} {text!r}', pm.write, os.path.join(sess, rel), text + '\n')
-        if not ok:
-            try:
-                after = snapshot(sess)
-            except Stale:
-                self.forget(name)
-                return
-            if after != before:
-                self.fail(f'a refused write ({errno.errorcode.get(err)}) of {text!r} to {name}/{rel} changed the '
-                          f'session:\nbefore:\n{before}\nafter:\n{after}')
-            return
-        if kind == 'flags' and 'autoclose' not in text.split():
-            # The write replaced the flags: the session is not autoclose any
-            # more, and its held msg is only a file.
-            self.release(name)
-        if kind in ('pmd', 'regs'):
-            # A write moves the PMDs it names, and a reset_pmds= makes an
-            # overflow move others: the set's counts start over.
-            for key in [kk for kk in self.tracked if kk[0] == name and kk[1] == int(st)]:
-                del self.tracked[key]
-            if 'reset_pmds' in text:
-                self.resetting.add((name, int(st)))
-            if kind == 'pmd' and plain and (name, int(st)) not in self.resetting:
-                self.tracked[(name, int(st), k)] = 0
-
-    def opRead(self, name):
-        sess = self.path('sessions', name)
-        rel = self.rnd.choice(['state', 'counts', 'error', 'flags', 'mode', 'sets/0/info', 'sets/0/regs', 'sets/0/pmds',
-                               'sets/0/pmd0', 'sets/1/pmc0', 'sets/0/switch', 'messages', 'msg', 'ctl'])
-        flags = os.O_NONBLOCK if rel in ('messages', 'msg') else 0
-
-        def readIt():
-            return pm.readBytes(os.path.join(sess, rel), flags=flags)
-        ok, v = self.call(f'read {name}/{rel}', readIt)
-        if not ok:
-            return
-        if rel == 'msg':
-            if len(v) % 64:
-                self.fail(f'{name}/msg gave {len(v)} bytes, not whole 64-byte records')
-        elif any(b < 0x20 and b not in (0x0a, 0x09) or b >= 0x7f for b in v):
-            self.fail(f'{name}/{rel} is not printable text: {v[:200]!r}')
-
-    def opPoll(self, name):
-        try:
-            fd = os.open(self.path('sessions', name, 'msg'), os.O_RDONLY | os.O_NONBLOCK)
-        except OSError as e:
-            self.note(f'open {name}/msg -> {errno.errorcode.get(e.errno)}')
-            if e.errno not in ALLOWED:
-                self.fail(f'open msg: errno {e.errno}')
-            return
-        try:
-            p = select.poll()
-            p.register(fd, select.POLLIN)
-            p.poll(self.rnd.randint(0, 5))
-            self.note(f'poll {name}/msg')
-        finally:
-            os.close(fd)
-
-    def opRaceRmdir(self, name):
-        """An open file of a session, its rmdir, then a use of the file."""
-        sess = self.path('sessions', name)
-        try:
-            fd = os.open(os.path.join(sess, 'ctl'), os.O_WRONLY)
-        except OSError:
-            return
-        try:
-            ok, _ = self.call(f'rmdir {name} (ctl open)', os.rmdir, sess)
-            if ok:
-                self.forget(name)
-            ok2, err = self.call(f'write ctl of {"removed " if ok else ""}{name}', os.write, fd, b'stop\n')
-            if ok and ok2:
-                self.fail(f'a write to ctl of the removed session {name} succeeded')
-        finally:
-            os.close(fd)
-
-    def opForeign(self):
-        """Operations on someone else's session: another user's must refuse."""
-        try:
-            names = [n for n in os.listdir(self.path('sessions')) if not n.startswith(self.prefix)]
-        except OSError:
-            return
-        if not names:
-            return
-        name = self.rnd.choice(names)
-        sess = self.path('sessions', name)
-        try:
-            owner = os.stat(sess).st_uid
-        except OSError:
-            return
-        if owner == self.uid or self.uid == 0:
-            # The same user, or root: reading is fine, and changing another
-            # thread's session would break its checks.
-            self.call(f'read foreign {name}/state', pm.read, os.path.join(sess, 'state'))
-            return
-        op = self.rnd.choice(['ctl', 'rmdir', 'pmc', 'read', 'mkset', 'flags'])
-        try:
-            if op == 'ctl':
-                pm.write(os.path.join(sess, 'ctl'), 'stop\n')
-            elif op == 'rmdir':
-                os.rmdir(sess)
-            elif op == 'pmc':
-                pm.write(os.path.join(sess, 'sets/0/pmc0'), '0x13003c\n')
-            elif op == 'read':
-                pm.read(os.path.join(sess, 'counts'))
-            elif op == 'mkset':
-                os.mkdir(os.path.join(sess, 'sets', '5'))
-            else:
-                pm.write(os.path.join(sess, 'flags'), 'no_msg\n')
-        except OSError as e:
-            self.note(f'foreign {op} {name} (uid {owner}) -> {errno.errorcode.get(e.errno)}')
-            if e.errno not in DENIED:
-                self.fail(f'{op} on another user\'s session {name}: errno {e.errno}, not one of EACCES, EPERM, ENOENT')
-            return
-        self.fail(f'uid {self.uid} did {op} on session {name} of uid {owner}')
-
-    def opAdvance(self):
-        if not self.cfg.manual:
-            return
-        ns = self.rnd.choice([1, 10, 1000, 100000, 1000000])
-        with self.cfg.clockLock(exclusive=True):
-            self.call(f'advance {ns}', pm.write, self.path('pmu/sim/advance'), f'{ns}\n')
-
-    def checkCounts(self, name):
-        """Tracked PMDs never go back; under the manual clock, counts and the
-        PMD files agree."""
-        sess = self.path('sessions', name)
-        with self.cfg.clockLock(exclusive=False):
-            try:
-                counts = pm.read(os.path.join(sess, 'counts'))
-                pmdfiles = {}
-                for (n, s, k) in [t for t in self.tracked if t[0] == name]:
-                    pmdfiles[(s, k)] = int(pm.read(os.path.join(sess, f'sets/{s}/pmd{k}')))
-            except OSError as e:
-                if e.errno in (errno.ENOENT,):
-                    self.forget(name)
-                    return
-                raise
-        values = {}
-        for line in counts.splitlines():
-            f = dict(w.split('=', 1) for w in line.split())
-            values[(int(f['set']), int(f['pmd']))] = int(f['value'])
-        for (s, k), v in pmdfiles.items():
-            if self.cfg.manual and (s, k) in values and values[(s, k)] != v:
-                self.fail(f'{name}: counts says set {s} pmd {k} = {values[(s, k)]}, sets/{s}/pmd{k} says {v}')
-            last = self.tracked.get((name, s, k))
-            if last is not None and v < last:
-                self.fail(f'{name}: set {s} pmd {k} went back from {last} to {v} without a write')
-            self.tracked[(name, s, k)] = v
-
-    # -- the loop
-
-    def run(self):
-        self.newTarget()
-        try:
-            for i in range(self.cfg.ops):
-                name = self.rnd.choice(self.mine())
-                r = self.rnd.random()
-                if r < 0.08:
-                    self.opMkdir(name)
-                elif r < 0.12:
-                    self.opRmdir(name)
-                elif r < 0.55:
-                    self.opWrite(name)
-                elif r < 0.70:
-                    self.opRead(name)
-                elif r < 0.74:
-                    self.opPoll(name)
-                elif r < 0.77:
-                    self.opRaceRmdir(name)
-                elif r < 0.85:
-                    self.opForeign()
-                elif r < 0.93:
-                    self.opAdvance()
-                elif r < 0.96:
-                    self.newTarget()
-                    self.note('new target')
-                else:
-                    if name in self.held:
-                        self.release(name)
-                        self.note(f'close the last file of autoclose {name}')
-                        pm.waitFor(lambda: not os.path.exists(self.path('sessions', name)), 5.0) or \
-                            self.fail(f'autoclose {name} still there 5 s after its last file closed')
-                        self.forget(name)
-                if os.path.isdir(self.path('sessions', name)):
-                    self.checkCounts(name)
-                self.ops += 1
-                if self.ops % 100 == 0:
-                    self.progress()
-        except Violation as v:
-            self.report.append({'thread': self.prefix, 'violation': str(v), 'log': list(self.log)})
-        except Exception as e:  # a bug of the fuzzer itself, or the mount gone
-            self.report.append({'thread': self.prefix, 'violation': f'{type(e).__name__}: {e}', 'log': list(self.log)})
-        finally:
-            for name in self.mine():
-                self.forget(name)
-                try:
-                    os.rmdir(self.path('sessions', name))
-                except OSError:
-                    pass
-            if self.target is not None:
-                self.target.kill()
-                self.target.wait()
-
-
-# ---- clients and the orchestrator ------------------------------------------------------
 
 class Config:
     def __init__(self, args, mnt, tmp):
         self.mnt = mnt
+        self.tmp = tmp
         self.ops = args.ops
         self.manual = pm.SIM and not args.real_clock
+        self.plant = args.plant
         self.lock_path = os.path.join(tmp, 'clock.lock')
         self.autoclose_file = None
 
@@ -504,23 +71,68 @@ class Config:
         return Config._Lock(self.lock_path, exclusive)
 
 
-def clientMain(cfg, client, user, seed, threads, result_fd):
-    """A client process: `threads` workers as `user`; writes its report."""
+def prepare(mount, args):
+    """The scratch directory every client (any user) writes to."""
+    work = os.path.join(mount.tmp, 'fuzz')
+    os.mkdir(work)
+    os.chmod(work, 0o1777)
+    cfg = Config(args, mount.mnt, work)
+    open(cfg.lock_path, 'w').close()
+    os.chmod(cfg.lock_path, 0o644)
+    return cfg
+
+
+def clientMain(cfg, client, seed, threads, report_path, replay=None):
+    """A client process: `threads` workers as the client's user, or one
+    replaying (thread, op seeds); writes its report to report_path."""
+    user = USERS[client % len(USERS)]
     if user != 'root':
         uid, gid = pm.userIds(user)
         os.setgroups(pm.userGroups(user))
         os.setgid(gid)
         os.setuid(uid)
     report = []
-    workers = [Worker(cfg, client, t, random.Random(f'{seed}/{client}/{t}'), report) for t in range(threads)]
+    if replay is None:
+        workers = [Worker(cfg, client, t, random.Random(f'{seed}/{client}/{t}'), report) for t in range(threads)]
+    else:
+        workers = [Worker(cfg, client, replay[0], None, report, replay=replay[1])]
     ts = [threading.Thread(target=w.run) for w in workers]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    data = json.dumps({'ops': sum(w.ops for w in workers), 'violations': report}).encode()
-    os.write(result_fd, data)
+    # A file, not a pipe: a long run's report (every op seed of a failing
+    # thread) would not fit a pipe's buffer before the parent reads it.
+    with open(report_path, 'w') as f:
+        json.dump({'ops': sum(w.ops for w in workers), 'violations': report}, f)
     os._exit(0)
+
+
+def startClient(cfg, client, seed, threads, replay=None):
+    """Forks a client in a process group of its own (a SIGKILL of the group
+    takes its targets and libpfm processes too); returns (pid, report path,
+    autoclose journal)."""
+    cfg.autoclose_file = os.path.join(cfg.tmp, f'autoclose.{client}')
+    open(cfg.autoclose_file, 'w').close()
+    os.chmod(cfg.autoclose_file, 0o666)
+    report = os.path.join(cfg.tmp, f'report.{client}.json')
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        try:
+            clientMain(cfg, client, seed, threads, report, replay)
+        finally:
+            os._exit(1)
+    return pid, report, cfg.autoclose_file
+
+
+def readReport(path, client, status):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {'ops': 0, 'violations': [{'thread': f'client {client}', 'violation': f'died with status {status}',
+                                          'log': []}]}
 
 
 def answers(mount):
@@ -528,6 +140,200 @@ def answers(mount):
         return pm.read(mount.path('version')).startswith('pfmfs')
     except OSError:  # ENOTCONN: the daemon is gone
         return False
+
+
+def journalNames(path):
+    """What a killed client must take with it: the autoclose sessions it
+    held (NAME) and its libpfm processes' sessions (PREFIX*)."""
+    names = set()
+    for line in open(path).read().split():
+        (names.add if line[0] == '+' else names.discard)(line[1:])
+    return names
+
+
+def leftOf(mount, names):
+    present = os.listdir(mount.path('sessions'))
+    return [p for n in names for p in present if (p.startswith(n[:-1]) if n.endswith('*') else p == n)]
+
+
+def fuzz(args, mount, cfg):
+    """The rounds of clients; returns (failures, operations, kills, rounds)."""
+    failures = []
+    total_ops = kills = rounds = 0
+    live = {}  # pid -> (client, report path, autoclose journal)
+    rnd = random.Random(args.seed)
+    started = time.monotonic()
+    next_client = 0
+    try:
+        while rounds < args.rounds or (args.seconds and time.monotonic() - started < args.seconds):
+            rounds += 1
+            for _ in range(args.clients):
+                pid, report, ac = startClient(cfg, next_client, args.seed, args.threads)
+                live[pid] = (next_client, report, ac)
+                next_client += 1
+            last_kill = time.monotonic()
+            kills_this_round = 0
+            while live:
+                # The daemon answers, whatever the clients do.
+                if not pm.waitFor(lambda: answers(mount), 5.0) or mount.proc.poll() is not None:
+                    failures.append({'thread': 'orchestrator', 'log': [],
+                                     'violation': f'the daemon did not answer within 5 s: {mount.log()[-3000:]}'})
+                    return failures, total_ops, kills, rounds
+                if (args.kill_every and kills_this_round < args.kills_per_round and
+                        time.monotonic() - last_kill > args.kill_every and rnd.random() < 0.5):
+                    pid = rnd.choice(list(live))
+                    client, _, ac = live.pop(pid)
+                    os.killpg(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    kills += 1
+                    kills_this_round += 1
+                    last_kill = time.monotonic()
+                    for t in range(args.threads):
+                        try:
+                            total_ops += int(open(f'{ac}.c{client}t{t}.ops').read())
+                        except (OSError, ValueError):
+                            pass
+                    # Its autoclose sessions go with it (the kernel closes its files).
+                    names = journalNames(ac)
+                    if not pm.waitFor(lambda: not leftOf(mount, names), 5.0):
+                        failures.append({'thread': f'client {client}', 'log': [], 'violation':
+                                         f'sessions {leftOf(mount, names)} outlived their killed client by 5 s'})
+                    continue
+                for pid in list(live):
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if not done:
+                        continue
+                    client, report, _ = live.pop(pid)
+                    rep = readReport(report, client, status)
+                    total_ops += rep['ops']
+                    failures.extend(rep['violations'])
+                time.sleep(0.05)
+        # Every client removed its sessions or was killed with autoclose
+        # ones only: the others are removed here, by root, and must go.
+        for n in os.listdir(mount.path('sessions')):
+            try:
+                os.rmdir(mount.path('sessions', n))
+            except OSError as e:
+                failures.append({'thread': 'orchestrator', 'violation': f'rmdir {n} at the end: {e}', 'log': []})
+        if os.listdir(mount.path('sessions')):
+            failures.append({'thread': 'orchestrator', 'log': [],
+                             'violation': f'sessions left: {os.listdir(mount.path("sessions"))}'})
+    finally:
+        for pid in live:  # clients still running when the run stopped short
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    return failures, total_ops, kills, rounds
+
+
+# ---- shrinking ------------------------------------------------------------------------
+
+def kindOf(violation):
+    """A failure's kind: its first words, numbers and names blurred, so that
+    a shorter sequence counts only when it fails the same way."""
+    return re.sub(r'c\d+t\d+s\d|pfm\.\d+\.\d+|\d+', '#', violation.split('\n')[0])[:50]
+
+
+def replay(cfg, client, thread, seeds, timeout=300):
+    """Runs one thread's op seeds alone; returns its violation, or None."""
+    pid, report, _ = startClient(cfg, client, None, 1, (thread, seeds))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            rep = readReport(report, client, status)
+            return rep['violations'][0] if rep['violations'] else None
+        time.sleep(0.02)
+    os.killpg(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return {'violation': f'the replay did not finish in {timeout} s', 'log': []}
+
+
+def shrink(cfg, failure, budget_s):
+    """ddmin over the failing thread's op seeds. Returns (seeds, violation
+    of the shortest replay) or None when the failure does not replay alone."""
+    client, thread = failure['client'], int(failure['thread'].split('t')[1])
+    want = kindOf(failure['violation'])
+    tries = 0
+
+    def fails(seeds):
+        nonlocal tries
+        tries += 1
+        v = replay(cfg, client, thread, seeds)
+        return v if v is not None and kindOf(v['violation']) == want else None
+
+    seeds = failure['seeds']
+    best = fails(seeds) or fails(seeds)  # twice: the machine's timing may decide
+    if best is None:
+        return None
+    deadline = time.monotonic() + budget_s
+    n = 2
+    while len(seeds) >= 2 and time.monotonic() < deadline:
+        chunk = -(-len(seeds) // n)
+        for i in range(0, len(seeds), chunk):
+            rest = seeds[:i] + seeds[i + chunk:]
+            v = fails(rest)
+            if v is not None:
+                seeds, best, n = rest, v, max(n - 1, 2)
+                break
+        else:
+            if n >= len(seeds):
+                break
+            n = min(2 * n, len(seeds))
+    print(f'mount_fuzz: shrinking took {tries} replays; {"stopped by the budget" if n < len(seeds) else "1-minimal"}')
+    return seeds, best
+
+
+def replaySpec(client, thread, seeds):
+    return f'{client}:{thread}:' + ','.join(map(str, seeds))
+
+
+def report(args, failures, cfg_factory):
+    for f in failures:
+        print(f'\nVIOLATION ({f["thread"]}): {f["violation"]}')
+        if f['log']:
+            print('  its last operations:\n    ' + '\n    '.join(f['log']))
+    again = [a for i, a in enumerate(sys.argv[1:]) if a != '--seed' and (i == 0 or sys.argv[i] != '--seed')]
+    print(f'\nreplay the run with: PFMFS_BACKEND={pm.BACKEND} {sys.argv[0]} --seed {args.seed} ' + ' '.join(again))
+    first = next((f for f in failures if f.get('seeds')), None)
+    if first is None or args.shrink_seconds <= 0:
+        return None
+    print(f'\nmount_fuzz: shrinking the failure of {first["thread"]} ({len(first["seeds"])} operations) alone '
+          f'on a fresh mount...')
+    with cfg_factory() as cfg:
+        got = shrink(cfg, first, args.shrink_seconds)
+    if got is None:
+        print('mount_fuzz: it does not fail alone (it needs the other clients): the seed above reproduces it')
+        return None
+    seeds, v = got
+    print(f'\nSHORTEST SEQUENCE: {len(seeds)} operations (of {len(first["seeds"])}), as user '
+          f'{USERS[first["client"] % len(USERS)]}:\n    ' + '\n    '.join(v['log']) +
+          f'\n  failing with: {v["violation"]}\n  replay it with: PFMFS_BACKEND={pm.BACKEND} {sys.argv[0]}'
+          f'{" --real-clock" if args.real_clock else ""}{" --plant" if args.plant else ""} --replay {replaySpec(first["client"], int(first["thread"].split("t")[1]), seeds)}')
+    return seeds
+
+
+class FreshMount:
+    """A mount of its own for replays, closed after."""
+
+    def __init__(self, args):
+        self.args = args
+
+    def __enter__(self):
+        self.mount = pm.Mount(manual_clock=not self.args.real_clock).start()
+        return prepare(self.mount, self.args)
+
+    def __exit__(self, *exc):
+        self.mount.close()
+
+
+def sanitizerReport(log):
+    for marker in ('ERROR: AddressSanitizer', 'WARNING: ThreadSanitizer', 'runtime error:', 'ERROR: LeakSanitizer'):
+        if marker in log:
+            return f'sanitizer report in the daemon log:\n{log[-4000:]}'
+    return None
 
 
 def main():
@@ -541,141 +347,45 @@ def main():
     ap.add_argument('--real-clock', action='store_true')
     ap.add_argument('--kill-every', type=float, default=2.0, help='seconds between SIGKILLs of a client (0: none)')
     ap.add_argument('--kills-per-round', type=int, default=1)
+    ap.add_argument('--shrink-seconds', type=float, default=300, help='time for shrinking a failure (0: none)')
+    ap.add_argument('--replay', metavar='CLIENT:THREAD:SEEDS', help='replay one thread\'s op seeds alone')
+    ap.add_argument('--plant', action='store_true', help='check a made-up rule that some sequences break')
+    ap.add_argument('--expect-shrunk', type=int, metavar='N',
+                    help='with --plant: succeed only if the planted failure is found and shrunk to N operations')
     args = ap.parse_args()
     pm.requireEnvironment()
     pm.ensureUsers()
-    users = ['root', pm.TEST_USER, pm.TEST_USER2]
-    mount = pm.Mount(manual_clock=not args.real_clock).start()
-    failures = []
-    total_ops = kills = rounds = 0
-    live = {}  # pid -> (client, report pipe, autoclose journal)
     started = time.monotonic()
+    if args.replay:
+        client, thread, seeds = args.replay.split(':')
+        with FreshMount(args) as cfg:
+            v = replay(cfg, int(client), int(thread), [int(s) for s in seeds.split(',')])
+        print('\n'.join(v['log']) + f'\nVIOLATION: {v["violation"]}' if v else 'mount_fuzz: the sequence ran clean')
+        sys.exit(1 if v else 0)
+    mount = pm.Mount(manual_clock=not args.real_clock).start()
+    failures, total_ops, kills, rounds = [], 0, 0, 0
     try:
-        work = os.path.join(mount.tmp, 'fuzz')  # every client's files: any user writes here
-        os.mkdir(work)
-        os.chmod(work, 0o1777)
-        cfg = Config(args, mount.mnt, work)
-        open(cfg.lock_path, 'w').close()
-        os.chmod(cfg.lock_path, 0o644)
-        rnd = random.Random(args.seed)
-        next_client = 0
-        while rounds < args.rounds or (args.seconds and time.monotonic() - started < args.seconds):
-            rounds += 1
-            live.clear()
-            for c in range(args.clients):
-                client = next_client
-                next_client += 1
-                cfg.autoclose_file = os.path.join(work, f'autoclose.{client}')
-                open(cfg.autoclose_file, 'w').close()
-                os.chmod(cfg.autoclose_file, 0o666)
-                r, w = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    os.close(r)
-                    os.setsid()  # its own group: SIGKILL reaches its targets too
-                    try:
-                        clientMain(cfg, client, users[client % len(users)], args.seed, args.threads, w)
-                    finally:
-                        os._exit(1)
-                os.close(w)
-                live[pid] = (client, r, cfg.autoclose_file)
-            last_kill = time.monotonic()
-            kills_this_round = 0
-            while live:
-                # The daemon answers, whatever the clients do.
-                if not pm.waitFor(lambda: answers(mount), 5.0):
-                    failures.append({'thread': 'orchestrator', 'violation': 'the daemon did not answer within 5 s',
-                                     'log': []})
-                    raise Violation('daemon')
-                if mount.proc.poll() is not None:
-                    failures.append({'thread': 'orchestrator', 'violation': f'pfmfsd exited: {mount.log()[-3000:]}',
-                                     'log': []})
-                    raise Violation('daemon')
-                if (args.kill_every and kills_this_round < args.kills_per_round and
-                        time.monotonic() - last_kill > args.kill_every and rnd.random() < 0.5):
-                    pid = rnd.choice(list(live))
-                    client, r, ac = live.pop(pid)
-                    os.killpg(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    os.close(r)
-                    kills += 1
-                    kills_this_round += 1
-                    last_kill = time.monotonic()
-                    for t in range(args.threads):
-                        try:
-                            total_ops += int(open(f'{ac}.c{client}t{t}.ops').read())
-                        except (OSError, ValueError):
-                            pass
-                    # Its autoclose sessions go with it (the kernel closes its files).
-                    names = set()
-                    for line in open(ac).read().split():
-                        (names.add if line[0] == '+' else names.discard)(line[1:])
-                    gone = lambda: not any(os.path.exists(mount.path('sessions', n)) for n in names)  # noqa: E731
-                    if not pm.waitFor(gone, 5.0):
-                        left = [n for n in names if os.path.exists(mount.path('sessions', n))]
-                        failures.append({'thread': f'client {client}', 'violation':
-                                         f'autoclose sessions {left} outlived their killed client by 5 s', 'log': []})
-                    continue
-                for pid in list(live):
-                    done, status = os.waitpid(pid, os.WNOHANG)
-                    if not done:
-                        continue
-                    client, r, _ = live.pop(pid)
-                    data = b''
-                    while True:
-                        chunk = os.read(r, 1 << 20)
-                        if not chunk:
-                            break
-                        data += chunk
-                    os.close(r)
-                    if not data:
-                        failures.append({'thread': f'client {client}', 'violation': f'died with status {status}', 'log': []})
-                        continue
-                    rep = json.loads(data)
-                    total_ops += rep['ops']
-                    failures.extend(rep['violations'])
-                time.sleep(0.05)
-        # Nothing is left: every client removed its sessions or was killed
-        # with autoclose ones only... the others are removed here, by root,
-        # and must go.
-        for n in os.listdir(mount.path('sessions')):
-            try:
-                os.rmdir(mount.path('sessions', n))
-            except OSError as e:
-                failures.append({'thread': 'orchestrator', 'violation': f'rmdir {n} at the end: {e}', 'log': []})
-        if os.listdir(mount.path('sessions')):
-            failures.append({'thread': 'orchestrator', 'violation': f'sessions left: {os.listdir(mount.path("sessions"))}',
-                             'log': []})
-    except Violation:
-        pass
+        cfg = prepare(mount, args)
+        failures, total_ops, kills, rounds = fuzz(args, mount, cfg)
     finally:
-        for pid in live:  # clients still running when the run stopped short
-            try:
-                os.killpg(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
         try:
             mount.close()
         except Exception as e:
             failures.append({'thread': 'orchestrator', 'violation': f'pfmfsd did not stop cleanly: {e}', 'log': []})
-    log = mount.log()
-    for marker in ('ERROR: AddressSanitizer', 'WARNING: ThreadSanitizer', 'runtime error:', 'ERROR: LeakSanitizer'):
-        if marker in log:
-            failures.append({'thread': 'pfmfsd', 'violation': f'sanitizer report in the daemon log:\n{log[-4000:]}',
-                             'log': []})
-            break
+    san = sanitizerReport(mount.log())
+    if san:
+        failures.append({'thread': 'pfmfsd', 'violation': san, 'log': []})
     took = time.monotonic() - started
-    print(f'mount_fuzz: backend {pm.BACKEND}{" manual clock" if pm.SIM and not args.real_clock else ""}, seed {args.seed}: '
+    print(f'mount_fuzz: backend {pm.BACKEND}{" manual clock" if cfg.manual else ""}, seed {args.seed}: '
           f'{total_ops} operations by {args.clients} clients x {args.threads} threads x {rounds} rounds, '
           f'{kills} clients killed, {len(failures)} violations, {took:.1f} s')
-    for f in failures:
-        print(f'\nVIOLATION ({f["thread"]}): {f["violation"]}')
-        if f['log']:
-            print('  its last operations:\n    ' + '\n    '.join(f['log']))
-    if failures:
-        again = [a for i, a in enumerate(sys.argv[1:]) if a != '--seed' and (i == 0 or sys.argv[i] != '--seed')]
-        print(f'\nreplay with: PFMFS_BACKEND={pm.BACKEND} {sys.argv[0]} --seed {args.seed} ' + ' '.join(again))
+    shrunk = report(args, failures, lambda: FreshMount(args)) if failures else None
+    if args.expect_shrunk is not None:
+        planted = [f for f in failures if f['violation'].startswith('planted')]
+        ok = len(planted) == len(failures) and planted and shrunk is not None and len(shrunk) == args.expect_shrunk
+        print(f'mount_fuzz: planted failure {"found and shrunk to " + str(len(shrunk)) if shrunk else "not shrunk"}; '
+              f'{"as expected" if ok else f"expected {args.expect_shrunk} operations"}')
+        sys.exit(0 if ok else 1)
     sys.exit(1 if failures else 0)
 
 
