@@ -5,7 +5,8 @@
 # this build's pfmfsd. Prints one line per file, the failures' output, then
 # `N passed, M failed` (files); exits 0 only if every file passed. The name
 # `libpfm` runs tests/libpfm/test_libpfm.py instead (the libpfm-compat C
-# programs whose first line lists x86).
+# programs whose first line lists x86), and `mount-fuzz` the state-machine
+# fuzzer tests/fuzz/mount_fuzz.py for a minute.
 #
 #   tests/vm/x86-mount-tests.sh BUILD_DIR FILE...    e.g. build tree ctl counts libpfm
 #
@@ -22,14 +23,18 @@ if [ "${1:-}" = --guest ]; then
   for f in "$@"; do
     start=$(date +%s)
     rc=0
-    if [ "$f" = libpfm ]; then
+    if [ "$f" = mount-fuzz ]; then
+      # The state-machine fuzzer (tests/fuzz/), a minute on the x86 backend.
+      PFMFS_LIBPFM_FUZZ=$build/tests/fuzz/libpfm_fuzz timeout -k 5 600 python3 tests/fuzz/mount_fuzz.py \
+        --seconds 60 --seed 4 --ops 600 --kill-every 2 >"$out/$f.log" 2>&1 || rc=$?
+    elif [ "$f" = libpfm ]; then
       # libpfm-compat's C programs (tests/libpfm/), built against the tree
       # the host installed (see below: the build dir is read-only here).
       PFMFS_BUILD_ROOT=$build timeout -k 5 600 python3 tests/libpfm/test_libpfm.py >"$out/$f.log" 2>&1 || rc=$?
     else
       timeout -k 5 600 python3 "tests/integration/test_$f.py" >"$out/$f.log" 2>&1 || rc=$?
     fi
-    ran=$(grep -E '^backend x86: ' "$out/$f.log" | tail -n1 | sed 's/^backend x86: //')
+    ran=$(grep -E '^(backend x86: |mount_fuzz: backend)' "$out/$f.log" | tail -n1 | sed 's/^backend x86: //' || true)
     if [ $rc -eq 0 ]; then
       echo "PASS $f ($(( $(date +%s) - start )) s; $ran)" >>"$out/results"
     else
