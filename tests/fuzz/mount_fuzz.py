@@ -165,7 +165,8 @@ def fuzz(args, mount, cfg):
     started = time.monotonic()
     next_client = 0
     try:
-        while rounds < args.rounds or (args.seconds and time.monotonic() - started < args.seconds):
+        while (rounds < args.rounds or (args.seconds and time.monotonic() - started < args.seconds) or
+               total_ops < args.total_ops):
             rounds += 1
             for _ in range(args.clients):
                 pid, report, ac = startClient(cfg, next_client, args.seed, args.threads)
@@ -344,6 +345,7 @@ def main():
     ap.add_argument('--threads', type=int, default=3)
     ap.add_argument('--rounds', type=int, default=1, help='generations of clients (each killed or finished)')
     ap.add_argument('--seconds', type=float, default=0, help='start new rounds until this much time has passed')
+    ap.add_argument('--total-ops', type=int, default=0, help='start new rounds until this many operations ran')
     ap.add_argument('--real-clock', action='store_true')
     ap.add_argument('--kill-every', type=float, default=2.0, help='seconds between SIGKILLs of a client (0: none)')
     ap.add_argument('--kills-per-round', type=int, default=1)

@@ -305,6 +305,10 @@ bool mountNumber(std::string_view in, Fail fail) {
   auto ref = referenceMountNumber(in);
   check(ok == ref.has_value(), "parseU64 and the reference disagree on accepting");
   if (ok && ref) check(v == *ref, "parseU64 and the reference disagree on the value");
+  // A pmu/desc file (addr, rsvd_msk, width, pmds) is one number and its
+  // newline, read by pfmlib's parseNumber: the same number.
+  auto file = pfmcompat::pfmlib::parseNumber(std::string(in) + "\n");
+  if (ok) check(file && *file == v, "a number read from a pmu/desc file differs from the number");
   return ok;
 }
 
