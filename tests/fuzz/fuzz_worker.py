@@ -415,27 +415,46 @@ class Worker:
             pass
 
     def checkCounts(self, name):
-        """Tracked PMDs never go back; under the manual clock, counts and the
-        PMD files agree."""
+        """Tracked PMDs never go back; `counts` computes `scaled` from its
+        own fields; under the manual clock, `counts`, `sets/N/pmds` and the
+        PMD files give the same values, and `running_ns` is the set's
+        `info` duration_ns."""
         sess = self.path('sessions', name)
+        tracked = [(s, k) for (n, s, k) in self.tracked if n == name]
         with self.cfg.clockLock(exclusive=False):
             try:
                 counts = pm.read(os.path.join(sess, 'counts'))
-                pmdfiles = {}
-                for (n, s, k) in [t for t in self.tracked if t[0] == name]:
-                    pmdfiles[(s, k)] = int(pm.read(os.path.join(sess, f'sets/{s}/pmd{k}')))
+                pmdfiles = {(s, k): int(pm.read(os.path.join(sess, f'sets/{s}/pmd{k}'))) for s, k in tracked}
+                sets = {s for s, _ in tracked}
+                pmds = {s: pm.read(os.path.join(sess, f'sets/{s}/pmds')) for s in sets}
+                infos = {s: pm.read(os.path.join(sess, f'sets/{s}/info')) for s in sets}
             except OSError as e:
                 if e.errno in (errno.ENOENT,):
                     self.forget(name)
                     return
                 raise
-        values = {}
+
+        def fields(line):
+            return dict(w.split('=', 1) for w in line.split())
+        values, running = {}, {}
         for line in counts.splitlines():
-            f = dict(w.split('=', 1) for w in line.split())
-            values[(int(f['set']), int(f['pmd']))] = int(f['value'])
+            f = fields(line)
+            key = (int(f['set']), int(f['pmd']))
+            values[key], running[key] = int(f['value']), int(f['running_ns'])
+            v, en, run = int(f['value']), int(f['enabled_ns']), int(f['running_ns'])
+            if f['scaled'] != ('-' if run == 0 else str(v * en // run)):
+                self.fail(f'{name}: counts line "{line}" has scaled={f["scaled"]}, not value x enabled_ns / running_ns')
+        listed = {(s, int(fields(line)['pmd'])): int(fields(line)['value'])
+                  for s, text in pmds.items() for line in text.splitlines()}
         for (s, k), v in pmdfiles.items():
-            if self.cfg.manual and (s, k) in values and values[(s, k)] != v:
-                self.fail(f'{name}: counts says set {s} pmd {k} = {values[(s, k)]}, sets/{s}/pmd{k} says {v}')
+            if self.cfg.manual:
+                if (s, k) in values and values[(s, k)] != v:
+                    self.fail(f'{name}: counts says set {s} pmd {k} = {values[(s, k)]}, sets/{s}/pmd{k} says {v}')
+                if (s, k) in listed and listed[(s, k)] != v:
+                    self.fail(f'{name}: sets/{s}/pmds says pmd {k} = {listed[(s, k)]}, sets/{s}/pmd{k} says {v}')
+                duration = int(fields(infos[s])['duration_ns'])
+                if (s, k) in running and running[(s, k)] != duration:
+                    self.fail(f'{name}: counts says set {s} ran {running[(s, k)]} ns, sets/{s}/info {duration} ns')
             last = self.tracked.get((name, s, k))
             if last is not None and v < last:
                 self.fail(f'{name}: set {s} pmd {k} went back from {last} to {v} without a write')
