@@ -8,6 +8,8 @@
 #include <fuse_lowlevel.h>
 #include <linux/capability.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -44,10 +46,46 @@ int usageError(const std::string& reason) {
   return kUsageError;
 }
 
+// Whether `path` is a FUSE mount whose daemon is gone: the kernel answers
+// ENOTCONN for it. statfs asks the daemon every time; stat may not (the
+// root's attributes stay cached), so it is statfs that tells.
+bool deadFuseMount(const std::string& path) {
+  struct statfs fs {};
+  return statfs(path.c_str(), &fs) != 0 && errno == ENOTCONN;
+}
+
+// A pfmfsd killed or crashed leaves its mount dead until fusermount3's
+// auto_unmount helper removes it, which a busy machine was seen to take
+// seconds to do. Mounting over it would hide it for good (the helper leaves
+// a live mount alone) and bring it back at our own unmount; so it is detached
+// first, as `fusermount3 -u -z` would. That is what a daemon restarted at
+// once (systemd's Restart=) meets. Root detaches it itself; a plain user's
+// daemon asks fusermount3, which detaches that user's own mounts.
+Status detachDeadMount(const std::string& path) {
+  if (::umount2(path.c_str(), MNT_DETACH) != 0) {
+    int e = errno;
+    if (e != EPERM)
+      return err(e, "mount point {}: cannot detach the dead FUSE mount on it: {}", path, std::strerror(e));
+    const char* argv[] = {"fusermount3", "-u", "-z", "--", path.c_str(), nullptr};
+    pid_t pid = 0;
+    int status = 0;
+    if (posix_spawnp(&pid, argv[0], nullptr, nullptr, const_cast<char* const*>(argv), environ) != 0 ||
+        waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      return err(EPERM, "mount point {}: cannot detach the dead FUSE mount on it (fusermount3 -u -z failed)", path);
+  }
+  log(LogLevel::Warning, "mount point {}: detached a dead FUSE mount (its daemon is gone: {})", path,
+      std::strerror(ENOTCONN));
+  return {};
+}
+
 // The mount point must be a directory we can mount on; the last component
 // is created if missing (the default /run/pfmfs usually is). A FUSE mount
-// there already (another pfmfsd, most likely) is refused rather than hidden.
+// there already (another pfmfsd, most likely) is refused rather than hidden,
+// unless it is dead (detachDeadMount).
 Status prepareMountpoint(const std::string& path) {
+  // Bounded: each pass detaches one mount, and dead mounts may be stacked.
+  for (int pass = 0; pass < 8 && deadFuseMount(path); ++pass)
+    if (Status st = detachDeadMount(path); !st) return st;
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return err(errno, "mount point {}: {}", path, std::strerror(errno));

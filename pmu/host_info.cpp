@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +17,8 @@ namespace pfmfs::pmu {
 
 namespace {
 
-// Reads a small file whole; empty on failure.
+// Reads a small file whole; empty on failure, with errno from the open if
+// that is what failed.
 std::string readSmallFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
@@ -30,11 +32,17 @@ std::string readSmallFile(const std::string& path) {
 
 }  // namespace
 
-std::optional<ThreadIds> threadIds(pid_t tid) {
-  if (tid <= 0) return std::nullopt;
+Result<ThreadIds> threadIds(pid_t tid) {
+  if (tid <= 0) return err(ESRCH, "no thread {}", tid);
   // /proc/TID works for every thread id, not only for process leaders.
+  errno = 0;
   std::string status = readSmallFile(fmt::format("/proc/{}/status", tid));
-  if (status.empty()) return std::nullopt;
+  if (status.empty()) {
+    int e = errno;
+    if (e == EMFILE || e == ENFILE)
+      return err(e, "cannot read /proc/{}/status: {}: the daemon is out of file descriptors", tid, std::strerror(e));
+    return err(ESRCH, "no thread {}", tid);
+  }
   ThreadIds ids;
   bool have_tgid = false, have_uid = false;
   for (std::size_t pos = 0; pos < status.size();) {
@@ -52,7 +60,7 @@ std::optional<ThreadIds> threadIds(pid_t tid) {
     }
     pos = end + 1;
   }
-  if (!have_tgid || !have_uid) return std::nullopt;
+  if (!have_tgid || !have_uid) return err(ESRCH, "no thread {}", tid);
   return ids;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "pmu/fd.h"
+#include "pmu/result.h"
 
 namespace pfmfs::pmu {
 
@@ -17,9 +18,11 @@ struct ThreadIds {
   uid_t euid = 0;  // effective uid
 };
 
-// The ids of thread `tid` (any thread of any process), or nullopt if there is
-// no such thread.
-std::optional<ThreadIds> threadIds(pid_t tid);
+// The ids of thread `tid` (any thread of any process). ESRCH: no such thread;
+// EMFILE or ENFILE: /proc could not be read for want of a file descriptor,
+// which says nothing of the thread (a daemon whose perf counters hold every
+// descriptor it may have must not answer "no thread" for one that runs).
+Result<ThreadIds> threadIds(pid_t tid);
 
 // Whether `cpu` is online.
 bool cpuOnline(int cpu);

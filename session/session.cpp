@@ -142,7 +142,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   pmu::Target t;
   if (mode_ == Mode::Thread) {
     auto ids = pmu::threadIds(target);
-    if (!ids) return fail(err(ESRCH, "no thread {}", target));
+    if (!ids) return fail(ids.error());
     if ((ids->uid != caller.uid || ids->euid != caller.uid) && !caller.may_monitor_any_thread)
       return fail(err(EPERM, "thread {} belongs to uid {}: monitoring it needs root or CAP_SYS_PTRACE", target, ids->uid));
     t = pmu::Target{pmu::TargetKind::Thread, target, flags_.inherit};

@@ -92,7 +92,7 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
   int cpu = -1;
   if (target.kind == TargetKind::Thread) {
     auto ids = threadIds(target.id);
-    if (!ids) return err(ESRCH, "no thread {}", target.id);
+    if (!ids) return ids.error();
     tgid = ids->tgid;
     // task-clock counts the thread's whole CPU time whatever exclude_kernel
     // says; asking for user level only lets a daemon without CAP_PERFMON (a

@@ -69,8 +69,11 @@ void Poller::run() {
     {
       std::lock_guard l(mutex_);
       for (int i = 0; i < n; ++i) {
-        if (events[i].data.u64 == 0) return;  // stop
-        auto it = entries_.find(events[i].data.u64);
+        // A copy: epoll_event is packed on x86-64, so data.u64 is misaligned
+        // and find() must not bind its const reference to it (UBSan).
+        const std::uint64_t key = events[i].data.u64;
+        if (key == 0) return;  // stop
+        auto it = entries_.find(key);
         if (it == entries_.end()) continue;
         if (events[i].events & (EPOLLHUP | EPOLLERR)) {
           // A perf event keeps reporting its hang-up: stop watching it, or

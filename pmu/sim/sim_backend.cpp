@@ -278,7 +278,7 @@ Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, std:
   int fd = -1;
   if (target.kind == TargetKind::Thread) {
     auto ids = threadIds(target.id);
-    if (!ids) return err(ESRCH, "no thread {}", target.id);
+    if (!ids) return ids.error();
     tgid = ids->tgid;
     if (options_.clock == ClockKind::Real) {
       fd = ::open(fmt::format("/proc/{}/schedstat", target.id).c_str(), O_RDONLY | O_CLOEXEC);

@@ -874,11 +874,14 @@ class DaemonFailed(AssertionError):
 class Mount:
     """pfmfsd -f --pmu=sim --sim-clock=manual -o allow_other [extra] TMP/mnt
     (without --sim-clock=manual if not manual_clock); on the perf backend
-    pfmfsd -f --pmu=perf -o allow_other [extra] TMP/mnt, whatever manual_clock."""
+    pfmfsd -f --pmu=perf -o allow_other [extra] TMP/mnt, whatever manual_clock.
+    `mountpoint`: mount there instead of on a fresh TMP/mnt (the caller owns
+    the directory)."""
 
-    def __init__(self, extra_args=(), manual_clock=True):
+    def __init__(self, extra_args=(), manual_clock=True, mountpoint=None):
         self.extra_args = list(extra_args)
         self.manual_clock = manual_clock
+        self.mountpoint = mountpoint
         self.tmp = None
         self.mnt = None
         self.proc = None
@@ -894,9 +897,12 @@ class Mount:
     def start(self):
         self.tmp = tempfile.mkdtemp(prefix='pfmfs-it-')
         os.chmod(self.tmp, 0o755)  # the test users reach the mount through it
-        self.mnt = os.path.join(self.tmp, 'mnt')
-        os.mkdir(self.mnt)
-        os.chmod(self.mnt, 0o755)
+        if self.mountpoint is None:
+            self.mnt = os.path.join(self.tmp, 'mnt')
+            os.mkdir(self.mnt)
+            os.chmod(self.mnt, 0o755)
+        else:
+            self.mnt = self.mountpoint
         self.log_path = os.path.join(self.tmp, 'pfmfsd.log')
         self._log = open(self.log_path, 'wb')
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
@@ -916,11 +922,13 @@ class Mount:
         return self
 
     def log(self):
+        """The daemon's output so far; after close(), all of it (kept when
+        the directory goes, for the sanitizer checks made after the exit)."""
         try:
             with open(self.log_path, 'rb') as f:
                 return f.read().decode(errors='replace')
-        except OSError:
-            return ''
+        except (OSError, TypeError):
+            return getattr(self, '_final_log', '')
 
     def sendSignal(self, sig):
         self.proc.send_signal(sig)
@@ -967,6 +975,7 @@ class Mount:
             self._log.close()
             self._log = None
         if self.tmp is not None:
+            self._final_log = self.log()
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
 
