@@ -1,7 +1,7 @@
 // The session state machine: mode and flags, load and unload, start and
-// stop, sets, and what a read shows. Register reads and writes are in
-// session_registers.cpp; time, overflows and set switching in
-// session_time.cpp. See docs/design.md for the rules.
+// stop. Sets and what a read shows are in session_sets_reads.cpp, register
+// reads and writes in session_registers.cpp; time, overflows and set
+// switching in session_time.cpp. See docs/design.md for the rules.
 #include "session/session.h"
 
 #include <algorithm>
@@ -15,9 +15,6 @@
 #include "session/session_op.h"
 
 namespace pfmfs::session {
-
-using pmu::regBit;
-using pmu::RegMask;
 
 const char* toString(Mode m) { return m == Mode::Thread ? "thread" : "system"; }
 
@@ -357,151 +354,6 @@ Status Session::restart() {
   // The set's activation goes on: no new run.
   if (Status st = startCounting(); !st) return fail(st.error());
   return {};
-}
-
-// ---- sets --------------------------------------------------------------------------
-
-Status Session::createSet(unsigned id) {
-  Op op(*this);
-  if (loaded()) return fail(err(EBUSY, "sets can only be created while unloaded"));
-  if (id > 0xffff) return fail(err(EINVAL, "set {}: ids are 0..65535", id));
-  if (findSet(id)) return fail(err(EEXIST, "set {} exists", id));
-  if (sets_.size() >= engine_.options().max_sets)
-    return fail(err(ENOSPC, "a session has at most {} sets", engine_.options().max_sets));
-  auto sid = static_cast<std::uint16_t>(id);
-  sets_.emplace(std::piecewise_construct, std::forward_as_tuple(sid), std::forward_as_tuple(sid, desc_));
-  return {};
-}
-
-Status Session::deleteSet(unsigned id) {
-  Op op(*this);
-  if (loaded()) return fail(err(EBUSY, "sets can only be deleted while unloaded"));
-  if (!findSet(id)) return fail(err(EINVAL, "no set {}", id));
-  if (sets_.size() == 1) return fail(err(EBUSY, "set {} is the last set: a session keeps at least one", id));
-  sets_.erase(static_cast<std::uint16_t>(id));
-  if (active_set_ == id) active_set_ = sets_.begin()->first;
-  return {};
-}
-
-std::vector<std::uint16_t> Session::setIds() const {
-  Op op(*this);
-  std::vector<std::uint16_t> ids;
-  for (const auto& [id, s] : sets_) ids.push_back(id);
-  return ids;
-}
-
-Status Session::setSwitch(unsigned set, const SwitchSpec& spec) {
-  Op op(*this);
-  EventSet* s = findSet(set);
-  if (!s) return fail(err(EINVAL, "no set {}", set));
-  if (spec.on_time && spec.timeout_ns == 0) return fail(err(EINVAL, "switch time 0: the timeout must be at least 1 ns"));
-  if (loaded()) return fail(err(EBUSY, "switching can only change while unloaded"));
-  SwitchSpec clean = spec;
-  if (!clean.on_time) clean.timeout_ns = 0;
-  s->switch_spec = clean;
-  return {};
-}
-
-Result<SetInfo> Session::setInfo(unsigned set) {
-  Op op(*this);
-  EventSet* s = findSet(set);
-  if (!s) return fail(err(EINVAL, "no set {}", set)).error();
-  catchUp();
-  s = findSet(set);
-  SetInfo i;
-  i.id = s->id();
-  i.switch_spec = s->switch_spec;
-  i.runs = s->runs;
-  i.duration_ns = s->duration_ns;
-  i.timeout_ns = effectiveTimeout(s->switch_spec);
-  if (loaded() && s->id() == active_set_ && state_ != State::Loaded)
-    i.timeout_ns = i.timeout_ns > set_elapsed_ ? i.timeout_ns - set_elapsed_ : 0;
-  i.ovfl_pmds = s->ovfl_pmds;
-  i.avail_pmcs = desc_.pmcMask();
-  i.avail_pmds = desc_.pmdMask();
-  return i;
-}
-
-// ---- reading ------------------------------------------------------------------------
-
-StateInfo Session::state() {
-  Op op(*this);
-  catchUp();
-  StateInfo i;
-  i.state = state_;
-  i.mode = mode_;
-  if (loaded()) i.target = target_.id;
-  i.set = set_chosen_ || loaded() ? active_set_ : sets_.begin()->first;
-  i.queued = messages_.size();
-  i.lost = messages_.lost();
-  i.exited = exited_;
-  if (loaded()) i.unscheduled_ns = pmu_->unscheduledNs();
-  i.inherit = flags_.inherit;
-  i.followed = followers_.size() + aggregate_children_.size();
-  i.merged = merged_;
-  i.dropped = dropped_;
-  return i;
-}
-
-std::string Session::error() const {
-  Op op(*this);
-  return error_;
-}
-
-std::vector<CountLine> Session::counts() {
-  Op op(*this);
-  catchUp();
-  if (counting() && !interrupts_) sampleActive();
-  std::vector<CountLine> out;
-  for (const auto& [id, s] : sets_) {
-    liveValues(s, s.usedPmds());
-    for (std::size_t slot = 0; slot < s.pmdCount(); ++slot) {
-      unsigned index = desc_.pmds[slot].index;
-      if (!(s.usedPmds() & regBit(index))) continue;
-      CountLine c;
-      c.set = id;
-      c.pmd = index;
-      c.value = values_[slot];
-      c.enabled_ns = enabled_ns_;
-      c.running_ns = s.duration_ns;
-      auto scale = [&c](std::uint64_t v) -> std::optional<std::uint64_t> {
-        if (c.running_ns == 0) return std::nullopt;
-        unsigned __int128 scaled = static_cast<unsigned __int128>(v) * c.enabled_ns / c.running_ns;
-        return scaled > pmu::kNever ? pmu::kNever : static_cast<std::uint64_t>(scaled);
-      };
-      c.scaled = scale(c.value);
-      if (flags_.inherit) {
-        c.children = s.pmd(slot).children;
-        c.total_scaled = scale(saturatingAdd(c.value, *c.children));
-      }
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-std::vector<Message> Session::takeMessages(std::size_t max) {
-  Op op(*this);
-  return messages_.take(max);
-}
-
-std::vector<Message> Session::takeMessagesWhile(const std::function<bool(const Message&)>& accept) {
-  Op op(*this);
-  return messages_.takeWhile(accept);
-}
-
-std::size_t Session::queuedMessages() const {
-  Op op(*this);
-  return messages_.size();
-}
-
-bool Session::masked() const {
-  Op op(*this);
-  return state_ == State::Masked;
-}
-
-void Session::queueMessage(const Message& m) {
-  if (messages_.push(m)) notify_pending_ = true;
 }
 
 // ---- engine hooks ---------------------------------------------------------------------
