@@ -47,6 +47,11 @@ Filesystem& fsOf(fuse_req_t req) { return *static_cast<Filesystem*>(fuse_req_use
 // we tell it about (fuse_lowlevel_notify_delete).
 constexpr double kCacheTimeout = 3600.0;
 
+// The longest write taken (pfmfs(5) LIMITS): far above the longest `regs`
+// of any PMU, below the smallest piece the kernel splits a write into (31
+// pages of an unaligned buffer where it passes 32 pages at a time).
+constexpr std::size_t kMaxWrite = 65536;
+
 struct NameMode {
   const char* name;
   SessionFile file;
@@ -635,6 +640,18 @@ void Filesystem::write(fuse_req_t req, fuse_ino_t, const char* buf, std::size_t 
   auto* of = reinterpret_cast<OpenFile*>(fi->fh);
   const Node& n = *of->node;
   if (n.session && !n.session->alive) return (void)fuse_reply_err(req, ENOENT);
+  // The kernel hands a write longer than its max_write (about 1 MiB, less
+  // when the buffer is not page-aligned) over in pieces, each a write of its
+  // own: of a value padded with blanks the first piece was taken and the
+  // rest refused, a partial write that pfmfs(5) says never happens. No value
+  // or command comes near kMaxWrite and a first piece is always longer, so
+  // such a write is refused at its first piece, and the kernel sends no more.
+  if (size > kMaxWrite) {
+    Error e = err(EINVAL, "write of {} bytes or more: a value or command is at most {} bytes", size, kMaxWrite);
+    if (n.session) (void)n.session->session->refuse(e);
+    log(LogLevel::Debug, "write {}: {}", n.name, e.reason);
+    return (void)fuse_reply_err(req, EINVAL);
+  }
   Status st = writeTo(req, n, std::string_view(buf, size));
   if (!st) {
     log(LogLevel::Debug, "write {}: {}", n.name, st.error().reason);
