@@ -1,6 +1,6 @@
 // A session's registers: PMC and PMD writes (one, or a whole regs file,
 // all-or-nothing), and their reads, live while their set counts. The rest of
-// Session is in session.cpp and session_time.cpp.
+// Session is in session.cpp, session_sets_reads.cpp and session_time.cpp.
 #include <algorithm>
 
 #include <fmt/format.h>

@@ -4,7 +4,7 @@
 // resets) and set switching. The threads are the target and, with inherit,
 // the children it is followed into (session_children.cpp); every set switch,
 // stop and mask applies to all of them at once. The rest of Session is in
-// session.cpp.
+// session.cpp, session_sets_reads.cpp and session_registers.cpp.
 #include <algorithm>
 
 #include <fmt/format.h>

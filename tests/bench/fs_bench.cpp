@@ -70,7 +70,7 @@ struct Sizes {
 };
 
 // The floor's entry and attribute timeouts: pfmfsd's (kCacheTimeout in
-// fs/filesystem.cpp), so that an open costs both the same lookups.
+// fs/filesystem_internal.h), so that an open costs both the same lookups.
 constexpr std::string_view kFloorTimeout = "3600";
 // Cycles count 3 per ns of target time in the default sim PMU.
 constexpr std::uint64_t kCyclesPerNs = 3;
