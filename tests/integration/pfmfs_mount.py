@@ -876,12 +876,14 @@ class Mount:
     (without --sim-clock=manual if not manual_clock); on the perf backend
     pfmfsd -f --pmu=perf -o allow_other [extra] TMP/mnt, whatever manual_clock.
     `mountpoint`: mount there instead of on a fresh TMP/mnt (the caller owns
-    the directory)."""
+    the directory). `env`: variables for the daemon, over the test's own
+    (say, sanitizer options)."""
 
-    def __init__(self, extra_args=(), manual_clock=True, mountpoint=None):
+    def __init__(self, extra_args=(), manual_clock=True, mountpoint=None, env=None):
         self.extra_args = list(extra_args)
         self.manual_clock = manual_clock
         self.mountpoint = mountpoint
+        self.env = dict(os.environ, **env) if env else None
         self.tmp = None
         self.mnt = None
         self.proc = None
@@ -905,7 +907,7 @@ class Mount:
             self.mnt = self.mountpoint
         self.log_path = os.path.join(self.tmp, 'pfmfsd.log')
         self._log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
+        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log, env=self.env,
                                      stderr=subprocess.STDOUT)
         deadline = time.monotonic() + MOUNT_TIMEOUT_S
         while not os.path.exists(os.path.join(self.mnt, 'version')):
