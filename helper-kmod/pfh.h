@@ -140,7 +140,7 @@ struct pfh_family {
 };
 
 /* target flags */
-#define PFH_T_EXITED	0	/* the thread passed sched_process_exit: EXIT queued */
+#define PFH_T_EXITED	0	/* the thread was switched out dead: EXIT queued */
 
 /* An attached thread or cpu. */
 struct pfh_target {

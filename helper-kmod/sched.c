@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The scheduler's tracepoints: sched_switch saves and loads the
- * images of monitored threads, sched_process_exit reports an attached
- * thread's exit, sched_process_fork reports its children and attaches
- * them where the parent follows its children.
+ * images of monitored threads and reports an attached thread's exit at
+ * its last switch-out, sched_process_fork reports its children and
+ * attaches them where the parent follows its children.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -14,6 +14,34 @@
 #include <linux/tracepoint.h>
 
 #include "pfh.h"
+
+/*
+ * An attached thread's exit: an EXIT record, queued at its last switch-out
+ * (sched_switch with prev_state TASK_DEAD), after that switch-out saved
+ * its final counts in its image, and with its CPU time as the scheduler
+ * has just brought it up to date there. Queued at sched_process_exit
+ * instead, the time would be as of the last tick (up to 4 ms short) and
+ * would miss the exit work that follows (exit_files, exit_notify, ...),
+ * which the counters count: a count that ran past its time.
+ *
+ * The thread stays attached until its opener detaches it: its image
+ * keeps its final counts (perfmon2 kept them past the thread), where the
+ * daemon reads them, and the task reference keeps the hash key unique.
+ */
+static void pfh_queue_exit(struct pfh_target *t, struct task_struct *p)
+{
+	struct pfmfs_helper_record rec = { .type = PFMFS_HELPER_REC_EXIT };
+
+	if (test_and_set_bit(PFH_T_EXITED, &t->flags))
+		return;
+	rec.cpu = raw_smp_processor_id();
+	rec.pid = t->pid;
+	rec.tid = t->id;
+	rec.value = READ_ONCE(p->se.sum_exec_runtime);
+	rec.time_ns = ktime_get_mono_fast_ns();
+	/* irq_work wakes the reader: safe under the runqueue lock held here. */
+	pfh_queue_record(t->owner, &rec);
+}
 
 static void pfh_probe_switch(void *data, bool preempt,
 			     struct task_struct *prev,
@@ -30,37 +58,13 @@ static void pfh_probe_switch(void *data, bool preempt,
 	tnext = pfh_find_thread(next);
 	if (tprev || tnext) {
 		pc = this_cpu_ptr(&pfh_cpus);
-		if (tprev)
+		if (tprev) {
 			pfh_image_save(pc, tprev, true);
+			if (prev_state & TASK_DEAD)
+				pfh_queue_exit(tprev, prev);
+		}
 		if (tnext)
 			pfh_image_load(pc, tnext, true);
-	}
-	rcu_read_unlock();
-}
-
-/*
- * An attached thread's exit: an EXIT record. The thread stays attached
- * until its opener detaches it: its last switch-out saves its counters in
- * its image, where the daemon reads its final counts (perfmon2 kept them
- * past the thread), and the task reference keeps the hash key unique.
- */
-static void pfh_probe_exit(void *data, struct task_struct *p)
-{
-	struct pfmfs_helper_record rec = { .type = PFMFS_HELPER_REC_EXIT };
-	struct pfh_target *t;
-
-	if (!atomic_read(&pfh_nr_threads))
-		return;
-	rcu_read_lock();
-	t = pfh_find_thread(p);
-	if (t && !test_and_set_bit(PFH_T_EXITED, &t->flags)) {
-		rec.cpu = raw_smp_processor_id();
-		rec.pid = t->pid;
-		rec.tid = t->id;
-		/* As of its last tick or switch: what the daemon's clock needs. */
-		rec.value = READ_ONCE(p->se.sum_exec_runtime);
-		rec.time_ns = ktime_get_mono_fast_ns();
-		pfh_queue_record(t->owner, &rec);
 	}
 	rcu_read_unlock();
 }
@@ -101,7 +105,6 @@ static struct pfh_tracepoint {
 	bool registered;
 } pfh_tps[] = {
 	{ "sched_switch", pfh_probe_switch },
-	{ "sched_process_exit", pfh_probe_exit },
 	{ "sched_process_fork", pfh_probe_fork },
 };
 

@@ -112,6 +112,7 @@ std::shared_ptr<Watch> RecordReader::route(const pfmfs_helper_record& r) {
       return w;
     }
     case PFMFS_HELPER_REC_EXIT:
+      w->exit_cpu_ns.store(r.value);
       w->exited.store(true);
       if (w->child && w->family) {
         ChildEvent e;

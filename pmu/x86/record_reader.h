@@ -33,7 +33,10 @@ struct Watch {
   // The module froze the target's counters at an interrupt (GLOBAL_CTRL 0)
   // and they stay frozen until the backend enables them again.
   std::atomic<bool> frozen{false};
-  std::atomic<bool> exited{false};  // the module reported the thread's exit
+  // The module reported the thread's exit at its last switch-out, with
+  // its CPU time there (stored before `exited`).
+  std::atomic<bool> exited{false};
+  std::atomic<std::uint64_t> exit_cpu_ns{0};
   // Set before the watch is shared: the tree of an inheriting thread target
   // it belongs to, and whether the module attached it at its creation.
   std::shared_ptr<Family> family;

@@ -130,12 +130,29 @@ void X86Target::disable() {
   report(msrs_.takeError());
 }
 
+// A thread's time stops where its counts stopped: at its last switch-out,
+// whose CPU time the module's EXIT record carries. (Its schedstat, read
+// while it runs, is as of its last tick: up to 4 ms short.)
 std::uint64_t X86Target::timeNs() {
   if (frozen_time_) return *frozen_time_;
+  if (watch_->exited.load()) return freeze(watch_->exit_cpu_ns.load());
+  return liveTimeNs();
+}
+
+std::uint64_t X86Target::liveTimeNs() {
   std::uint64_t raw = rawTime();
   std::uint64_t t = raw >= base_ ? raw - base_ : 0;
   if (t < last_) t = last_;  // never backwards, whatever the source does
   return last_ = t;
+}
+
+// At the CPU time the module reported, or where it was last read if that
+// is later.
+std::uint64_t X86Target::freeze(std::optional<std::uint64_t> final_time_ns) {
+  std::uint64_t t = liveTimeNs();
+  if (final_time_ns && *final_time_ns >= base_) t = std::max(t, *final_time_ns - base_);
+  frozen_time_ = t;
+  return t;
 }
 
 std::optional<HwOverflow> X86Target::takeOverflow() {
@@ -217,13 +234,9 @@ Result<std::unique_ptr<TargetPmu>> X86Target::adoptChild(pid_t tid, std::weak_pt
   return std::unique_ptr<TargetPmu>(std::move(child));
 }
 
-// Its time stops at its exit: at the CPU time the module reported, or
-// where it was last read if that is later.
+// Its time stops at its exit (the same EXIT record as timeNs() sees).
 void X86Target::childExited(std::optional<std::uint64_t> final_time_ns) {
-  if (frozen_time_) return;
-  std::uint64_t t = timeNs();
-  if (final_time_ns && *final_time_ns >= base_) t = std::max(t, *final_time_ns - base_);
-  frozen_time_ = t;
+  if (!frozen_time_) freeze(final_time_ns);
 }
 
 // The template is the image a PMU that holds nothing gets from the driver,

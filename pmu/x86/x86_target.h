@@ -90,6 +90,8 @@ class X86Target final : public TargetPmu {
   };
 
   std::uint64_t rawTime();
+  std::uint64_t liveTimeNs();
+  std::uint64_t freeze(std::optional<std::uint64_t> final_time_ns);
   void report(const Status& st);
 
   const PmuDescription& desc_;
@@ -103,7 +105,7 @@ class X86Target final : public TargetPmu {
   std::uint64_t last_raw_ = 0;
   std::uint64_t base_ = 0;  // raw time that maps to target time 0
   std::uint64_t last_ = 0;
-  std::optional<std::uint64_t> frozen_time_;  // an adopted child that exited
+  std::optional<std::uint64_t> frozen_time_;  // a thread that exited
   bool enabled_ = false;  // the engine's last enable()/disable()
   bool reported_ = false;
   // The target with inherit: the template the module gives children now.

@@ -165,7 +165,8 @@ void t_exit_fork(void)
 	struct pfmfs_helper_record rec;
 	int cmd[2], reply[2], fd = kt_open();
 	pid_t child, t, g, zombie;
-	uint64_t after_exit;
+	uint64_t after_exit, cpu0, exit_cpu;
+	int64_t counted, ran;
 
 	CHECK(pipe(cmd) == 0 && pipe(reply) == 0, "pipe");
 	child = fork();
@@ -181,6 +182,7 @@ void t_exit_fork(void)
 	/* Its core cycles count (FIXED_CTR1, user and kernel) while it runs. */
 	kt_wr_ok(fd, THREAD, child, MSR_FIXED_CTRL, 0x3ULL << 4);
 	kt_wr_ok(fd, THREAD, child, MSR_GLOBAL_CTRL, 1ULL << 33);
+	cpu0 = kt_cputime(child);	/* exact: it waits in read() */
 
 	/* A thread: FORK with the same process, the new thread. */
 	CHECK(write(cmd[1], "t", 1) == 1 && read(reply[0], &t, sizeof(t)) == sizeof(t), "t");
@@ -208,12 +210,27 @@ void t_exit_fork(void)
 	CHECK(kt_read_record(fd, &rec, 2000), "no EXIT record");
 	CHECK(rec.type == PFMFS_HELPER_REC_EXIT && rec.pid == (uint32_t)child &&
 	      rec.tid == (uint32_t)child, "EXIT: type %u %u/%u", rec.type, rec.pid, rec.tid);
+	exit_cpu = rec.value;
 	waitpid(child, NULL, 0);
 	CHECK(!kt_read_record(fd, &rec, 200), "another record (type %u tid %u)",
 	      rec.type, rec.tid);
 	CHECK(kt_stats(fd).attached == 1, "the exited thread is no longer attached");
 	after_exit = kt_rd_ok(fd, THREAD, child, MSR_FIXED_CTR0 + 1);
 	CHECK(after_exit > 0, "the exited thread's cycles read 0");
+	/*
+	 * The EXIT record's CPU time is the thread's at its last switch-out,
+	 * where its counts stopped: the cycles (3 a ns) it counted since the
+	 * enable are its CPU time since then, within the two clocks' drift and
+	 * the switches' few microseconds. (Queued at sched_process_exit, the
+	 * time was as of the last tick, up to 4 ms behind the counts.)
+	 */
+	counted = (int64_t)(after_exit / 3);
+	ran = (int64_t)(exit_cpu - cpu0);
+	kt_log("counted %lld ns of CPU time, the EXIT record says %lld ns", (long long)counted,
+	       (long long)ran);
+	CHECK(counted <= ran + ran * 3 / 100 + 1000000 && counted >= ran - ran * 3 / 100 - 300000,
+	      "counted %lld ns, but the EXIT record's CPU time grew %lld ns", (long long)counted,
+	      (long long)ran);
 	kt_sleep_ms(50);
 	CHECK(kt_rd_ok(fd, THREAD, child, MSR_FIXED_CTR0 + 1) == after_exit,
 	      "the exited thread's cycles moved after its exit");

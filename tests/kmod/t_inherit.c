@@ -179,7 +179,7 @@ void t_inherit_fork(void)
 	ns_exit = check_cycles_image("exited child", &im, 1000, 5000);
 	CHECK(ns_exit >= ns, "the exited child's count went back: %llu < %llu", ULL(ns_exit),
 	      ULL(ns));
-	/* Counted to its last switch-out; EXIT's CPU time is as of its last tick. */
+	/* Counted to its last switch-out, where EXIT took its CPU time. */
 	check_counted("exited child, against EXIT's CPU time", ns_exit, cpu_exit, switches_exit);
 	kt_sleep_ms(50);
 	im2 = read_image(fd, C);

@@ -164,7 +164,7 @@ void t_inherit_lost(void)
 		      e->tid == f->child_tid,
 		      "record %d: %s %u/%u, expected the EXIT of %u", 2 + 2 * i, rec_type(e->type),
 		      e->pid, e->tid, f->child_tid);
-		/* Exited at once: their CPU time is what the last tick saw, maybe 0. */
+		/* Exited at once: their CPU time is a few instants. */
 		kt_log("child %u: EXIT CPU time %llu ns", e->tid, ULL(e->value));
 		CHECK(e->value < 100 * MS, "an instant child's EXIT CPU time %llu ns", ULL(e->value));
 		/* Attached until DETACH: its final counts. */
