@@ -10,6 +10,10 @@
 #
 #   tests/vm/x86-mount-tests.sh BUILD_DIR FILE...    e.g. build tree ctl counts libpfm
 #
+# For long runs: PFMFS_X86_FUZZ_ARGS replaces mount_fuzz.py's arguments
+# (e.g. "--total-ops 500000 --seed 11 --ops 3000 --kill-every 2"), and
+# PFMFS_X86_TIMEOUT the seconds each file may take (600).
+#
 # In the guest it runs itself with --guest. Logs: $PFMFS_VM_WORK (default
 # build/vm)/x86-results/FILE.log and x86-console.log.
 set -euo pipefail
@@ -20,19 +24,21 @@ if [ "${1:-}" = --guest ]; then
   insmod "$ko" emulate=1 || { echo "FAIL insmod $ko emulate=1" >"$out/results"; exit 0; }
   export PFMFSD=$build/fs/pfmfsd PFMFS_BACKEND=x86 PYTHONDONTWRITEBYTECODE=1 \
     PFMFS_PROGS=$build/tests/integration/progs CI=${CI:-}
+  limit=${PFMFS_X86_TIMEOUT:-600}
   for f in "$@"; do
     start=$(date +%s)
     rc=0
     if [ "$f" = mount-fuzz ]; then
       # The state-machine fuzzer (tests/fuzz/), a minute on the x86 backend.
-      PFMFS_LIBPFM_FUZZ=$build/tests/fuzz/libpfm_fuzz timeout -k 5 600 python3 tests/fuzz/mount_fuzz.py \
-        --seconds 60 --seed 4 --ops 600 --kill-every 2 >"$out/$f.log" 2>&1 || rc=$?
+      # shellcheck disable=SC2086  # PFMFS_X86_FUZZ_ARGS: words
+      PFMFS_LIBPFM_FUZZ=$build/tests/fuzz/libpfm_fuzz timeout -k 5 "$limit" python3 tests/fuzz/mount_fuzz.py \
+        ${PFMFS_X86_FUZZ_ARGS:---seconds 60 --seed 4 --ops 600 --kill-every 2} >"$out/$f.log" 2>&1 || rc=$?
     elif [ "$f" = libpfm ]; then
       # libpfm-compat's C programs (tests/libpfm/), built against the tree
       # the host installed (see below: the build dir is read-only here).
-      PFMFS_BUILD_ROOT=$build timeout -k 5 600 python3 tests/libpfm/test_libpfm.py >"$out/$f.log" 2>&1 || rc=$?
+      PFMFS_BUILD_ROOT=$build timeout -k 5 "$limit" python3 tests/libpfm/test_libpfm.py >"$out/$f.log" 2>&1 || rc=$?
     else
-      timeout -k 5 600 python3 "tests/integration/test_$f.py" >"$out/$f.log" 2>&1 || rc=$?
+      timeout -k 5 "$limit" python3 "tests/integration/test_$f.py" >"$out/$f.log" 2>&1 || rc=$?
     fi
     ran=$(grep -E '^(backend x86: |mount_fuzz: backend)' "$out/$f.log" | tail -n1 | sed 's/^backend x86: //' || true)
     if [ $rc -eq 0 ]; then
@@ -74,7 +80,11 @@ for f in "$@"; do
 done
 start=$(date +%s)
 status=0
-tests/vm/run-in-vm.sh --timeout 1200 --env CI --env "PFMFS_INSTALLED_ROOT=$libpfm_root" \
+limit=${PFMFS_X86_TIMEOUT:-600}
+[[ $limit =~ ^[1-9][0-9]*$ ]] || vm_die "PFMFS_X86_TIMEOUT must be a number of seconds, not '$limit'"
+# Each file's limit, and 10 minutes for the boot and whatever else.
+tests/vm/run-in-vm.sh --timeout $(( limit * $# > 600 ? limit * $# + 600 : 1200 )) \
+  --env CI --env PFMFS_X86_FUZZ_ARGS --env PFMFS_X86_TIMEOUT --env "PFMFS_INSTALLED_ROOT=$libpfm_root" \
   --env "PFMFS_SANITIZE=$sanitize" -- tests/vm/x86-mount-tests.sh --guest "$ko" "$build" "$out" "$@" \
   >"$VM_WORK/x86-console.log" 2>&1 || status=$?
 rm -rf "$VM_WORK/x86-results"; cp -r "$out" "$VM_WORK/x86-results"
