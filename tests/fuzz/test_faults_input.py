@@ -372,12 +372,6 @@ class LargeWriteTest(FaultTestCase):
         s.write('flags', 'no_msg\n')
         return s
 
-    def snapshot(self, s):
-        files = ['state', 'mode', 'flags', 'counts']
-        for set_id in sorted(os.listdir(s.path('sets'))):
-            files += [f'sets/{set_id}/{name}' for name in sorted(os.listdir(s.path(f'sets/{set_id}')))]
-        return {f: s.read(f) for f in files}
-
     def writable(self, pid):
         """(file, a value that would change something if taken) for every
         writable file of a session and its sets."""
@@ -390,9 +384,9 @@ class LargeWriteTest(FaultTestCase):
 
     def assertRefusedWhole(self, s, path, data, session_file=True):
         marker = self._markError(s, 'ctl', '')
-        before = self.snapshot(s)
+        before = s.snapshot()
         self.assertErrno(errno.EINVAL, writeAt, path, data)
-        self.assertEqual(self.snapshot(s), before, f'{path} changed by a refused write of {len(data)} bytes')
+        self.assertEqual(s.snapshot(), before, f'{path} changed by a refused write of {len(data)} bytes')
         if session_file:
             reason = s.error()
             self.assertNotEqual(reason, marker)
@@ -446,7 +440,7 @@ class LargeWriteTest(FaultTestCase):
             self.assertEqual(os.fstat(fd).st_size, 0)
         finally:
             os.close(fd)
-        before = self.snapshot(s)
+        before = s.snapshot()
         fd = os.open(s.path('ctl'), os.O_WRONLY | os.O_APPEND)
         try:
             for k in range(256):
@@ -456,7 +450,7 @@ class LargeWriteTest(FaultTestCase):
                 self.assertRegex(s.error(), r"^ctl: unknown command 'x{64}\.\.\.'")
         finally:
             os.close(fd)
-        self.assertEqual(self.snapshot(s), before)
+        self.assertEqual(s.snapshot(), before)
         self.assertEqual(self.m.read('version'), 'pfmfs 0.1.0\nabi 1\n')
 
     def test_writes_at_large_offsets(self):
@@ -470,9 +464,9 @@ class LargeWriteTest(FaultTestCase):
             self.assertEqual(s.readPmd(1), value)
         for offset in ((1 << 63) - 2, (1 << 63) - 1):
             marker = self._markError(s, 'ctl', '')
-            before = self.snapshot(s)
+            before = s.snapshot()
             self.assertErrno(errno.EINVAL, writeAt, path, b'79\n', offset)
-            self.assertEqual(self.snapshot(s), before)
+            self.assertEqual(s.snapshot(), before)
             self.assertEqual(s.error(), marker)
         self.assertErrno(errno.EINVAL, writeAt, path, b'80\n', -1)
         self.assertEqual(s.readPmd(1), 78)

@@ -1080,6 +1080,14 @@ class Session:
     def error(self):
         return self.read('error')
 
+    def snapshot(self):
+        """What a refused write must leave as it was: the session's state,
+        mode, flags and counts, and every file of every set."""
+        files = ['state', 'mode', 'flags', 'counts']
+        for set_id in sorted(os.listdir(self.path('sets'))):
+            files += [f'sets/{set_id}/{name}' for name in sorted(os.listdir(self.path(f'sets/{set_id}')))]
+        return {f: self.read(f) for f in files}
+
     def readMessages(self, size=65536):
         """One read(2) of `messages` (cat would block once the queue is
         empty); O_NONBLOCK, so an empty queue is EAGAIN, not a hang."""

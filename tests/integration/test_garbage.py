@@ -4,7 +4,6 @@
 # (naming the offending word where there is one), and changes nothing: every
 # readable file of the session is byte-identical before and after.
 import errno
-import os
 
 import pfmfs_mount
 from pfmfs_mount import INTEL, PMU, PRINTABLE, SIM, MountTestCase, neg
@@ -142,21 +141,14 @@ class GarbageTest(MountTestCase):
         s.write('flags', 'no_msg\n')
         return s
 
-    def snapshot(self, s):
-        files = ['state', 'mode', 'flags', 'counts']
-        for set_id in sorted(os.listdir(s.path('sets'))):
-            base = f'sets/{set_id}'
-            files += [f'{base}/{name}' for name in sorted(os.listdir(s.path(base)))]
-        return {f: s.read(f) for f in files}
-
     def feed(self, s, cases):
         for rel, text, err, word in cases:
             with self.subTest(file=rel, text=text):
                 path = self.m.path('pmu/sim/advance') if rel == 'advance' else s.path(rel)
                 marker = self._markError(s, 'ctl', '')
-                before = self.snapshot(s)
+                before = s.snapshot()
                 self.assertErrno(err, pfmfs_mount.write, path, text)
-                after = self.snapshot(s)
+                after = s.snapshot()
                 for f in before:
                     self.assertEqual(after[f], before[f], f'{f} changed')
                 if rel == 'advance':
@@ -198,7 +190,7 @@ class GarbageTest(MountTestCase):
 
     def test_huge_and_binary_garbage(self):
         s = self.prepare()
-        before = self.snapshot(s)
+        before = s.snapshot()
         for rel, text in (('ctl', 'x' * 100_000), ('sets/0/pmc0', '\x00' * 10), ('sets/0/regs', 'pmc0 ' * 20_000),
                           ('flags', '\xff\xfe'.encode('latin-1')), ('sets/0/pmd0', b'5\x00notify')):
             with self.subTest(file=rel, size=len(text)):
@@ -206,7 +198,7 @@ class GarbageTest(MountTestCase):
                 reason = s.error()
                 self.assertRegex(reason, PRINTABLE)  # control and non-ASCII bytes made printable
                 self.assertLess(len(reason), 4096)  # a reason, not an echo of the input
-                self.assertEqual(self.snapshot(s), before)
+                self.assertEqual(s.snapshot(), before)
 
     def test_a_good_write_after_garbage_works(self):
         s = self.prepare()
