@@ -30,24 +30,26 @@ inline constexpr std::size_t kPageBytes = 4096;
 inline constexpr std::size_t kMaxPmds = 64;  // perfmon2's PFM_MAX_PMDS of one set, on every model we have
 
 // Where a PMD's value comes from.
-enum class Source : std::uint32_t {
-  kNone = 0,       // nothing: the reader asks the mount
-  kPage = 1,       // the page alone: `base` is the hardware value (the sim)
-  kPerfGroup = 2,  // base + (the perf group member's count - ref)
+enum class Source : std::uint16_t {
+  kPage = 1,       // the page alone: the value is `upper | base`
+  kPerfGroup = 2,  // upper | hw, hw = base + (the group member's count - ref)
 };
 
-// One PMD of the active set. Its 64-bit value is
-//   upper | (hw & width_mask), hw = base + (count - ref),
-// exactly what the engine computes from the backend's hardware value;
-// if hw > width_mask the counter has wrapped and its overflow is not
-// processed yet: only the mount knows what the reset makes of it.
+// One PMD of the active set, with what pfm_read_pmds returns of it. A
+// kPerfGroup value is exactly what the engine computes from the backend's
+// hardware value; if hw > width_mask the counter has wrapped and its
+// overflow is not processed yet: only the mount knows what the reset makes
+// of it.
 struct PmdEntry {
-  std::uint64_t upper;       // the value's bits above the counter's width
-  std::uint64_t base;        // the hardware value at `ref`
-  std::uint64_t ref;         // kPerfGroup: the member's count that maps to `base`
-  std::uint64_t width_mask;  // the counter's width: 2^width - 1
-  std::uint32_t index;       // N of pmdN
-  std::uint32_t member;      // kPerfGroup: its place in the group's read
+  std::uint64_t upper;        // the value's bits above the counter's width
+  std::uint64_t base;         // kPage: the value's low bits; kPerfGroup: the hardware value at `ref`
+  std::uint64_t ref;          // kPerfGroup: the member's count that maps to `base`
+  std::uint64_t width_mask;   // the counter's width: 2^width - 1
+  std::uint64_t last_reset;   // reg_last_reset_val
+  std::uint64_t switch_left;  // reg_ovfl_switch_cnt
+  std::uint32_t index;        // N of pmdN
+  std::uint16_t source;       // Source
+  std::uint16_t member;       // kPerfGroup: its place in the group's read
 };
 
 struct Page {
@@ -56,8 +58,8 @@ struct Page {
   std::uint64_t seq;      // odd while the daemon writes; read through snapshot()
   // ---- what follows is only meaningful in a consistent snapshot
   std::uint32_t usable;      // 0: the reader must ask the mount (unloaded, masked, ...)
-  std::uint32_t source;      // Source
   std::int32_t target_tid;   // the thread the session is loaded on
+  std::uint32_t read_format;  // kPerfGroup: the leader's perf_event_attr.read_format
   std::uint32_t set;         // the active set
   std::uint64_t group;       // kPerfGroup: which perf group (new number: new descriptors)
   std::uint64_t group_size;  // kPerfGroup: members in the group's read
@@ -71,7 +73,7 @@ struct Page {
 static_assert(sizeof(Page) <= kPageBytes, "the page is one page");
 static_assert(sizeof(Page) % sizeof(std::uint64_t) == 0, "copied as 64-bit words");
 static_assert(alignof(Page) == alignof(std::uint64_t));
-static_assert(sizeof(PmdEntry) == 40);
+static_assert(sizeof(PmdEntry) == 56);
 
 namespace detail {
 

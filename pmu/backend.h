@@ -96,6 +96,22 @@ struct SetImage {
   std::span<const std::uint64_t> pmd_bits;  // hardware bits by description slot; those in `pmds` are loaded
 };
 
+// A perf group whose read(2) gives a loaded set's hardware bits: counter
+// `slot` reads base + (the count of group member `member` - ref).
+struct FastGroup {
+  struct Counter {
+    std::size_t slot = 0;  // PMD slot in the description
+    std::uint16_t member = 0;
+    std::uint64_t base = 0;
+    std::uint64_t ref = 0;
+  };
+  int leader_fd = -1;          // the group's leader; the daemon keeps it open
+  std::uint64_t id = 0;        // a new number for every group the daemon opens
+  std::uint64_t read_format = 0;  // the leader's perf_event_attr.read_format
+  std::size_t size = 0;        // members
+  std::vector<Counter> counters;
+};
+
 // The PMU of one attached target. All calls come from the engine with the
 // owning session's lock held, so implementations need no locking of their own
 // for these calls.
@@ -161,6 +177,12 @@ class TargetPmu {
   // could not count it (perf's own multiplexing when counters are short).
   // Counts are never scaled for it; `state` reports it.
   virtual std::uint64_t unscheduledNs() { return 0; }
+
+  // The fast path (fastpath/fast_page.h): how a reader outside the daemon
+  // computes readPmds' bits of the loaded set until the engine next calls
+  // this PMU, from a read(2) of one perf group it may be given. nullopt:
+  // this backend or this moment has none (only the engine can read).
+  virtual std::optional<FastGroup> fastGroup() { return std::nullopt; }
 
   // ---- inheritance (Target::inherit) ----
   // Appends the children created and exited since the last call, oldest

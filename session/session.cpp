@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "fastpath/fast_page.h"  // ~Session: the page being built
 #include "pmu/host_info.h"
 #include "session/engine.h"
 #include "session/saturating.h"

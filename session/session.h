@@ -26,6 +26,10 @@
 #include "session/message_queue.h"
 #include "session/register_rules.h"
 
+namespace pfmfs::fastpath {
+struct Page;
+}
+
 namespace pfmfs::session {
 
 class Engine;
@@ -164,6 +168,13 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void targetGone();                 // the monitored thread exited / cpu went away
   std::optional<pmu::Target> loadedTarget() const;
 
+  // The fast path (fastpath/fast_page.h, session_fast_page.cpp): the page
+  // the session publishes at the end of every operation from now on, for
+  // libpfm-compat's mapped reads. The caller owns `page` and keeps it until
+  // it sets another or null; the page it replaces is published unusable
+  // first, so a reader still mapping it asks the mount.
+  void setFastPage(fastpath::Page* page);
+
  private:
   // TargetListener: from a backend's own thread (an overflow, the target gone,
   // a child created or exited).
@@ -266,6 +277,9 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Status prepareSets();
   void dropFollowers();
   void publishChildImage();
+  // The fast path (session_fast_page.cpp).
+  void publishFastPage();
+  bool fillFastPage(fastpath::Page& p);
 
   Engine& engine_;
   const pmu::PmuDescription& desc_;
@@ -327,6 +341,10 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   };
   std::optional<ChildImage> child_image_;
   ChildImage child_image_scratch_;
+
+  // setFastPage(): where the page goes, and the page being built.
+  fastpath::Page* fast_page_ = nullptr;
+  std::unique_ptr<fastpath::Page> fast_next_;
 
   // Across loads.
   std::uint64_t enabled_ns_ = 0;

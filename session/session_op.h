@@ -19,6 +19,8 @@ class Session::Op {
     // Whatever the operation changed, children created from now on start
     // with it (inherit on a backend that starts them before we hear of them).
     s_.publishChildImage();
+    // And libpfm-compat's fast readers see what it left.
+    s_.publishFastPage();
     bool notify = s_.notify_pending_;
     s_.notify_pending_ = false;
     lock_.unlock();

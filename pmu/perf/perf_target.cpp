@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <deque>
 #include <map>
@@ -25,6 +26,8 @@ namespace {
 constexpr std::uint64_t kMaxPeriod = (std::uint64_t{1} << 63) - 1;
 // A PERF_RECORD_LOST is replayed as at most this many overflows.
 constexpr std::uint64_t kMaxLostReplay = 1024;
+// Group ids (FastGroup::id), unique in the daemon.
+std::atomic<std::uint64_t> next_group_id{1};
 
 std::uint64_t monotonicNs() {
   timespec ts{};
@@ -251,6 +254,23 @@ class PerfTarget final : public TargetPmu {
 
   std::uint64_t unscheduledNs() override { return unscheduled_ns_; }
 
+  // readPmds' arithmetic, for a reader of the group's leader: the counts it
+  // reads are where count is here. Not with inherit: the children's events
+  // are not in the group.
+  std::optional<FastGroup> fastGroup() override {
+    if (!current_ || current_->counters.empty() || tree_) return std::nullopt;
+    FastGroup f;
+    f.leader_fd = current_->counters.front().fd.get();
+    f.id = current_->id;
+    f.read_format = kGroupReadFormat;
+    f.size = current_->counters.size();
+    for (std::size_t i = 0; i < current_->counters.size(); ++i) {
+      const Counter& c = current_->counters[i];
+      f.counters.push_back({c.slot, static_cast<std::uint16_t>(i), c.base, c.ref});
+    }
+    return f;
+  }
+
   void takeChildEvents(std::vector<ChildEvent>& out) override {
     if (!tree_) return;
     tree_->beginTake(monotonicNs());
@@ -286,6 +306,7 @@ class PerfTarget final : public TargetPmu {
     std::vector<Counter> counters;  // in the order opened; the first leads
     bool frozen_valid = false;      // disabled and read since: counts are current
     std::uint64_t time_enabled = 0, time_running = 0;
+    std::uint64_t id = 0;           // FastGroup::id: new at every openGroup
   };
 
   Status openGroup(Group& g, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted,
@@ -293,6 +314,7 @@ class PerfTarget final : public TargetPmu {
     const pid_t pid = target_.kind == TargetKind::Thread ? target_.id : -1;
     const int cpu = target_.kind == TargetKind::Cpu ? target_.id : -1;
     g.time_enabled = g.time_running = 0;
+    g.id = next_group_id.fetch_add(1, std::memory_order_relaxed);
     for (const auto& [slot, ev] : wanted) {
       Counter c;
       c.slot = slot;

@@ -23,7 +23,6 @@ namespace {
 Page generation(std::uint64_t g) {
   Page p{};
   p.usable = static_cast<std::uint32_t>(g & 1);
-  p.source = static_cast<std::uint32_t>(Source::kPerfGroup);
   p.target_tid = static_cast<std::int32_t>(g % 100000);
   p.set = static_cast<std::uint32_t>(g % 65536);
   p.group = g;
@@ -35,8 +34,11 @@ Page generation(std::uint64_t g) {
     p.pmds[i].base = g + i;
     p.pmds[i].ref = g * 7 + i;
     p.pmds[i].width_mask = (1ULL << 47) - 1;
+    p.pmds[i].last_reset = g ^ i;
+    p.pmds[i].switch_left = g * i;
     p.pmds[i].index = static_cast<std::uint32_t>(i + (g % 3));
-    p.pmds[i].member = static_cast<std::uint32_t>(g + i);
+    p.pmds[i].source = static_cast<std::uint16_t>(1 + (g + i) % 2);
+    p.pmds[i].member = static_cast<std::uint16_t>(g + i);
   }
   return p;
 }
