@@ -7,6 +7,7 @@
 //   1. MessageWaiters::mutex_   one session's kept reads and poll handles
 //      InodeTable::mutex_       (a lookup makes nodes under it, asking the
 //                               registry and a session which sets exist)
+//      SessionEntry::fast_mutex one session's fast-path page
 //   2. Session::mutex_          (the engine's, see session/engine.h)
 //   3. leaves: Filesystem::registry_mutex_, the Handles mutexes,
 //      ThreadWatcher::mutex_, the engine's leaves
@@ -48,6 +49,9 @@ class Filesystem final : public session::SessionObserver {
   static const fuse_lowlevel_ops& operations();
   void attach(fuse_session* se) { se_ = se; }
   void setWatcher(ThreadWatcher* watcher) { watcher_ = watcher; }
+  // The fast-path socket's name for pmu/info (fastpath_server.h); set once,
+  // before the mount serves.
+  void setFastPathName(std::string name) { fastpath_name_ = std::move(name); }
   // Stops, unloads and destroys every session; answers every kept read.
   void shutdown();
   std::size_t sessionCount() const;
@@ -57,6 +61,14 @@ class Filesystem final : public session::SessionObserver {
 
   // session::SessionObserver
   void messagesQueued(session::Session& session) override;
+
+  // The fast path (fastpath_server.h), for a client of user `uid`: a new
+  // descriptor (the caller closes it) of session `name`'s page, made at
+  // the first request, or of the leader of its perf group `id`. Only the
+  // session's owner and root: EACCES for anyone else, ENOENT for no such
+  // session.
+  Result<int> fastPage(uid_t uid, std::string_view name);
+  Result<int> fastGroup(uid_t uid, std::string_view name, std::uint64_t id);
 
   // What the operations do; public for the trampolines in filesystem.cpp.
   struct OpenFile;
@@ -78,6 +90,9 @@ class Filesystem final : public session::SessionObserver {
 
  private:
   std::optional<Node> makeChild(const Node& parent, std::string_view name);
+  // The fast path (filesystem_fastpath.cpp).
+  std::shared_ptr<SessionEntry> fastEntry(uid_t uid, std::string_view name, Error& why);
+  void dropFastPage(SessionEntry& e);
   struct stat attrOf(const Node& n) const;
   bool mayUse(fuse_req_t req, const Node& n) const;  // owner or root, for session nodes
   session::Caller callerOf(fuse_req_t req, bool for_load) const;
@@ -92,6 +107,7 @@ class Filesystem final : public session::SessionObserver {
   session::Engine& engine_;
   const pmu::PmuDescription& desc_;
   const FilesystemConfig config_;
+  std::string fastpath_name_;
   const bool manual_clock_;
   const struct timespec started_;
   fuse_session* se_ = nullptr;

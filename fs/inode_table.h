@@ -17,6 +17,7 @@
 #include <string_view>
 #include <utility>
 
+#include "fs/fast_page_map.h"
 #include "fs/message_waiters.h"
 #include "session/session.h"
 
@@ -26,6 +27,11 @@ namespace pfmfs::fs {
 struct SessionEntry {
   explicit SessionEntry(std::shared_ptr<session::Session> s)
       : session(s), waiters(std::make_shared<MessageWaiters>(std::move(s))) {}
+  // Normally destroy() has dropped the page; if not, the session must stop
+  // publishing into it before it is unmapped.
+  ~SessionEntry() {
+    if (fast) session->setFastPage(nullptr);
+  }
   std::shared_ptr<session::Session> session;
   std::shared_ptr<MessageWaiters> waiters;
   std::atomic<bool> alive{true};         // false once destroyed (rmdir, autoclose, shutdown)
@@ -34,6 +40,10 @@ struct SessionEntry {
   // is first opened; its exit before then destroys the session (0: none).
   std::atomic<pid_t> creator{0};
   std::atomic<fuse_ino_t> dir_ino{0};    // the session directory's inode, for invalidation
+  // The fast path's page, made at its first request (Filesystem::fastPage)
+  // and dropped by destroy. fast_mutex is taken before the session's lock.
+  std::mutex fast_mutex;
+  std::optional<FastPageMap> fast;
 };
 
 enum class NodeKind : std::uint8_t {

@@ -25,6 +25,7 @@
 
 #include "fs/capabilities.h"
 #include "fs/daemon_options.h"
+#include "fs/fastpath_server.h"
 #include "fs/filesystem.h"
 #include "fs/log.h"
 #include "fs/thread_watcher.h"
@@ -250,6 +251,14 @@ int serve(DaemonOptions& o) {
     filesystem.threadExited(tid);
   });
   filesystem.setWatcher(&watcher);
+  // libpfm-compat's mapped reads: without the socket, the mount alone.
+  std::unique_ptr<FastPathServer> fastpath;
+  if (auto s = FastPathServer::start(filesystem); s) {
+    fastpath = std::move(*s);
+    filesystem.setFastPathName(fastpath->name());
+  } else {
+    log(LogLevel::Warning, "no fast path for libpfm-compat: {}", s.error().reason);
+  }
 
   // FUSE's own arguments: our fixed mount options first, the user's -o after.
   std::vector<std::string> args = {"pfmfsd", "-o", "default_permissions,auto_unmount,fsname=pfmfs,subtype=pfmfs"};
@@ -300,6 +309,7 @@ int serve(DaemonOptions& o) {
   fuse_loop_cfg_destroy(loop);
 
   log(LogLevel::Info, "stopping: unloading {} session(s)", filesystem.sessionCount());
+  fastpath.reset();
   filesystem.shutdown();
   engine.setObserver(nullptr);
   fuse_remove_signal_handlers(se);

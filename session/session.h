@@ -174,6 +174,10 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // it sets another or null; the page it replaces is published unusable
   // first, so a reader still mapping it asks the mount.
   void setFastPage(fastpath::Page* page);
+  // A new descriptor (the caller closes it) of the leader of perf group
+  // `id` (the page's `group`) if that is the loaded set's group now;
+  // ESTALE if it is not any more.
+  Result<int> fastGroupFd(std::uint64_t id);
 
  private:
   // TargetListener: from a backend's own thread (an overflow, the target gone,

@@ -11,6 +11,10 @@
 // restart), system mode, inherit (the children's counts are the daemon's),
 // a set that switches on time under the real clock (only the daemon knows
 // when the switch is due), a backend that cannot say.
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstring>
 #include <limits>
 
 #include "fastpath/fast_page.h"
@@ -33,6 +37,16 @@ void Session::setFastPage(fastpath::Page* page) {
   fast_page_ = page;
   if (page && !fast_next_) fast_next_ = std::make_unique<fastpath::Page>();
   // ~Op publishes the new page's first content.
+}
+
+Result<int> Session::fastGroupFd(std::uint64_t id) {
+  Op op(*this);
+  std::optional<pmu::FastGroup> g;
+  if (pmu_) g = pmu_->fastGroup();
+  if (!g || g->id != id) return err(ESTALE, "perf group {} is not the loaded set's any more", id);
+  int fd = ::fcntl(g->leader_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return err(errno, "perf group {}: {}", id, std::strerror(errno));
+  return fd;
 }
 
 void Session::publishFastPage() {

@@ -496,6 +496,9 @@ TEST(Format, PmuInfo) {
   EXPECT_EQ(formatPmuInfo(*small),
             "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
             "features=fixed_counters,global_ctrl,ovfl_intr,inherit\n");
+  EXPECT_EQ(formatPmuInfo(*small, "@pfmfs-fastpath.1.00ff"),
+            "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,fastpath fastpath=@pfmfs-fastpath.1.00ff\n");
   auto wide = simBackend(8, 64);
   EXPECT_EQ(formatPmuInfo(*wide),
             "backend=sim model=intel-arch-v2 pmcs=0x100ff pmds=0x700ff counters=8 fixed=3 width=64 "

@@ -145,6 +145,16 @@ class PmuTable:
         return self.pmc(self.event_b)
 
 
+# pmu/info's end when pfmfsd offers libpfm-compat's fast path: the feature
+# and the socket's name, which differs from one daemon to the next.
+FASTPATH_INFO = re.compile(r',fastpath fastpath=@pfmfs-fastpath\.\d+\.[0-9a-f]{16}\n$')
+
+
+def baseInfo(text):
+    """pmu/info without the fast path's feature and socket name."""
+    return FASTPATH_INFO.sub('\n', text)
+
+
 SIM_PMU = PmuTable(
     backend='sim', model='intel-arch-v2',
     info='backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '

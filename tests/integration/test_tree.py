@@ -34,7 +34,9 @@ class TreeTest(MountTestCase):
             self.assertErrno(errno.ENOENT, os.stat, self.m.path('pmu/sim'))
 
     def test_pmu_info(self):
-        self.assertEqual(self.m.read('pmu/info'), PMU.info)
+        info = self.m.read('pmu/info')
+        self.assertEqual(pfmfs_mount.baseInfo(info), PMU.info)
+        self.assertRegex(info, pfmfs_mount.FASTPATH_INFO)
 
     def test_pmu_events(self):
         self.assertEqual(self.m.read('pmu/events'), '\n'.join(PMU.events) + '\n')
@@ -325,7 +327,7 @@ class SmallPmuTreeTest(MountTestCase):
     mount_args = ['--sim-counters=2', '--sim-width=40']
 
     def test_pmu_info(self):
-        self.assertEqual(self.m.read('pmu/info'),
+        self.assertEqual(pfmfs_mount.baseInfo(self.m.read('pmu/info')),
                          'backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 '
                          'width=40 features=fixed_counters,global_ctrl,ovfl_intr,inherit\n')
 
