@@ -32,22 +32,31 @@ sockaddr_un addressOf(std::string_view name, socklen_t& len) {
   return a;
 }
 
-// One answer: "ok" and a descriptor, or "err ERRNO reason".
-void reply(int conn, const Result<int>& r) {
+// The most descriptors one answer carries: a perf group's members (the
+// kernel takes up to 253 in one message).
+constexpr std::size_t kMaxFds = 64;
+
+// One answer: "ok" and descriptors, or "err ERRNO reason".
+void reply(int conn, const Result<std::vector<pmu::Fd>>& r) {
   std::string text = r.ok() ? "ok" : fmt::format("err {} {}", -r.code(), r.error().reason);
+  if (r.ok() && (r->empty() || r->size() > kMaxFds))
+    text = fmt::format("err {} {} descriptors to send", EPROTO, r->size());
   iovec iov{text.data(), text.size()};
   msghdr m{};
   m.msg_iov = &iov;
   m.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (r.ok()) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+  if (r.ok() && !r->empty() && r->size() <= kMaxFds) {
     m.msg_control = control;
-    m.msg_controllen = sizeof control;
+    m.msg_controllen = CMSG_SPACE(sizeof(int) * r->size());
     cmsghdr* c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &*r, sizeof(int));
+    c->cmsg_len = CMSG_LEN(sizeof(int) * r->size());
+    for (std::size_t i = 0; i < r->size(); ++i) {
+      const int fd = (*r)[i].get();
+      std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(int));
+    }
   }
   (void)::sendmsg(conn, &m, MSG_NOSIGNAL);
 }
@@ -125,9 +134,16 @@ void FastPathServer::serve(int conn) {
     return w;
   };
   std::string_view verb = word(), session = word();
-  Result<int> r = err(EINVAL, "unknown request '{}'", printable(verb));
+  Result<std::vector<pmu::Fd>> r = err(EINVAL, "unknown request '{}'", printable(verb));
   if (verb == "page" && req.empty()) {
-    r = fs_.fastPage(peer.uid, session);
+    auto page = fs_.fastPage(peer.uid, session);
+    if (page.ok()) {
+      std::vector<pmu::Fd> one;
+      one.push_back(std::move(*page));
+      r = std::move(one);
+    } else {
+      r = page.error();
+    }
   } else if (verb == "group") {
     std::uint64_t id = 0;
     auto [end, ec] = std::from_chars(req.data(), req.data() + req.size(), id);
@@ -136,8 +152,7 @@ void FastPathServer::serve(int conn) {
     else
       r = fs_.fastGroup(peer.uid, session, id);
   }
-  reply(conn, r);
-  if (r.ok()) ::close(*r);
+  reply(conn, r);  // our copies close with r
   log(LogLevel::Debug, "fast path: uid {} pid {}: {} {}: {}", peer.uid, peer.pid, printable(verb), printable(session),
       r.ok() ? "granted" : r.error().reason);
 }

@@ -9,8 +9,9 @@
 // A request is one SOCK_SEQPACKET message, the answer one message:
 //
 //   page SESSION            ->  "ok" + the page's memfd (read-only: sealed)
-//   group SESSION ID        ->  "ok" + the leader of perf group ID, if it is
-//                               the loaded set's group now
+//   group SESSION ID        ->  "ok" + every member of perf group ID (the
+//                               leader first), if it is the loaded set's
+//                               group now
 //   anything refused        ->  "err ERRNO reason"
 //
 // One thread serves one connection at a time; a client gets a second to

@@ -63,12 +63,12 @@ class Filesystem final : public session::SessionObserver {
   void messagesQueued(session::Session& session) override;
 
   // The fast path (fastpath_server.h), for a client of user `uid`: a new
-  // descriptor (the caller closes it) of session `name`'s page, made at
-  // the first request, or of the leader of its perf group `id`. Only the
+  // descriptor of session `name`'s page, made at the first request, or of
+  // every member of its perf group `id` (the leader first). Only the
   // session's owner and root: EACCES for anyone else, ENOENT for no such
   // session.
-  Result<int> fastPage(uid_t uid, std::string_view name);
-  Result<int> fastGroup(uid_t uid, std::string_view name, std::uint64_t id);
+  Result<pmu::Fd> fastPage(uid_t uid, std::string_view name);
+  Result<std::vector<pmu::Fd>> fastGroup(uid_t uid, std::string_view name, std::uint64_t id);
 
   // What the operations do; public for the trampolines in filesystem.cpp.
   struct OpenFile;

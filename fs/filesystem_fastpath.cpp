@@ -30,7 +30,7 @@ std::shared_ptr<SessionEntry> Filesystem::fastEntry(uid_t uid, std::string_view 
   return e;
 }
 
-Result<int> Filesystem::fastPage(uid_t uid, std::string_view name) {
+Result<pmu::Fd> Filesystem::fastPage(uid_t uid, std::string_view name) {
   Error why;
   auto e = fastEntry(uid, name, why);
   if (!e) return why;
@@ -42,16 +42,16 @@ Result<int> Filesystem::fastPage(uid_t uid, std::string_view name) {
     e->fast.emplace(std::move(*map));
     e->session->setFastPage(e->fast->page());
   }
-  int fd = ::fcntl(e->fast->fd(), F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) return err(errno, "fast-path page of session {}: {}", e->session->name(), std::strerror(errno));
+  pmu::Fd fd(::fcntl(e->fast->fd(), F_DUPFD_CLOEXEC, 0));
+  if (!fd) return err(errno, "fast-path page of session {}: {}", e->session->name(), std::strerror(errno));
   return fd;
 }
 
-Result<int> Filesystem::fastGroup(uid_t uid, std::string_view name, std::uint64_t id) {
+Result<std::vector<pmu::Fd>> Filesystem::fastGroup(uid_t uid, std::string_view name, std::uint64_t id) {
   Error why;
   auto e = fastEntry(uid, name, why);
   if (!e) return why;
-  return e->session->fastGroupFd(id);
+  return e->session->fastGroupFds(id);
 }
 
 // After the session left the engine: its readers see "ask the mount" (and

@@ -105,7 +105,7 @@ struct FastGroup {
     std::uint64_t base = 0;
     std::uint64_t ref = 0;
   };
-  int leader_fd = -1;          // the group's leader; the daemon keeps it open
+  std::vector<int> fds;        // every member's, in the group's read order (the leader first); the daemon keeps them open
   std::uint64_t id = 0;        // a new number for every group the daemon opens
   std::uint64_t read_format = 0;  // the leader's perf_event_attr.read_format
   std::size_t size = 0;        // members

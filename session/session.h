@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "pmu/backend.h"
+#include "pmu/fd.h"
 #include "pmu/result.h"
 #include "session/caller.h"
 #include "session/event_set.h"
@@ -174,10 +175,11 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // it sets another or null; the page it replaces is published unusable
   // first, so a reader still mapping it asks the mount.
   void setFastPage(fastpath::Page* page);
-  // A new descriptor (the caller closes it) of the leader of perf group
-  // `id` (the page's `group`) if that is the loaded set's group now;
-  // ESTALE if it is not any more.
-  Result<int> fastGroupFd(std::uint64_t id);
+  // New descriptors of every member of perf group `id` (the page's
+  // `group`), the leader first, if that is the loaded set's group now;
+  // ESTALE if it is not any more. A reader reads the group through the
+  // leader, and maps each member's perf page for rdpmc where the PMU allows.
+  Result<std::vector<pmu::Fd>> fastGroupFds(std::uint64_t id);
 
  private:
   // TargetListener: from a backend's own thread (an overflow, the target gone,

@@ -39,14 +39,18 @@ void Session::setFastPage(fastpath::Page* page) {
   // ~Op publishes the new page's first content.
 }
 
-Result<int> Session::fastGroupFd(std::uint64_t id) {
+Result<std::vector<pmu::Fd>> Session::fastGroupFds(std::uint64_t id) {
   Op op(*this);
   std::optional<pmu::FastGroup> g;
   if (pmu_) g = pmu_->fastGroup();
   if (!g || g->id != id) return err(ESTALE, "perf group {} is not the loaded set's any more", id);
-  int fd = ::fcntl(g->leader_fd, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) return err(errno, "perf group {}: {}", id, std::strerror(errno));
-  return fd;
+  std::vector<pmu::Fd> fds;
+  for (int member : g->fds) {
+    pmu::Fd fd(::fcntl(member, F_DUPFD_CLOEXEC, 0));
+    if (!fd) return err(errno, "perf group {}: {}", id, std::strerror(errno));
+    fds.push_back(std::move(fd));
+  }
+  return fds;
 }
 
 void Session::publishFastPage() {

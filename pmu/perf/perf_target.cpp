@@ -260,12 +260,12 @@ class PerfTarget final : public TargetPmu {
   std::optional<FastGroup> fastGroup() override {
     if (!current_ || current_->counters.empty() || tree_) return std::nullopt;
     FastGroup f;
-    f.leader_fd = current_->counters.front().fd.get();
     f.id = current_->id;
     f.read_format = kGroupReadFormat;
     f.size = current_->counters.size();
     for (std::size_t i = 0; i < current_->counters.size(); ++i) {
       const Counter& c = current_->counters[i];
+      f.fds.push_back(c.fd.get());
       f.counters.push_back({c.slot, static_cast<std::uint16_t>(i), c.base, c.ref});
     }
     return f;

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # The fast path's socket and page (fs/fastpath_server.h, fastpath/fast_page.h)
 # as libpfm-compat sees them: pmu/info names the socket; a session's owner
-# (and root) gets its page, read-only, and on perf the leader of its perf
-# group; nobody else gets anything; garbage gets an errno. Under the sim's
-# manual clock the page answers exactly what sets/N/pmds answers after every
-# operation; on perf the group's own read gives the PMD file's value.
+# (and root) gets its page, read-only, and on perf the descriptors of its
+# perf group (the leader first); nobody else gets anything; garbage gets an
+# errno. Under the sim's manual clock the page answers exactly what
+# sets/N/pmds answers after every operation; on perf the group's own read
+# gives the PMD file's value.
 import errno
 import mmap
 import os
@@ -21,13 +22,23 @@ MAGIC, VERSION, PAGE = 0x4d465046, 1, 4096
 KPAGE, KPERF = 1, 2
 
 
-def ask(name, text):
-    """One request on the fast-path socket: (answer, descriptor or None)."""
+def askAll(name, text):
+    """One request on the fast-path socket: (answer, [descriptors])."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
         s.connect('\0' + name)
         s.send(text.encode() if isinstance(text, str) else text)
-        msg, fds, _, _ = socket.recv_fds(s, 4096, 1)
-        return msg.decode(), (fds[0] if fds else None)
+        msg, fds, _, _ = socket.recv_fds(s, 4096, 64)
+        return msg.decode(), fds
+
+
+def ask(name, text):
+    """(answer, the one descriptor or None); more than one is an error."""
+    answer, fds = askAll(name, text)
+    if len(fds) > 1:
+        for fd in fds:
+            os.close(fd)
+        raise AssertionError(f'{text!r}: {len(fds)} descriptors, want at most one')
+    return answer, (fds[0] if fds else None)
 
 
 def askAndClose(name, text):
@@ -219,6 +230,7 @@ class FastPathTest(MountTestCase):
         s = self.newSession()
         w = self.worker()
         s.pmc(0, PMU.pmc_a)
+        s.pmc(1, PMU.pmc_b)
         s.pmd(0, 1000)
         fd = self.pageOf(s)
         s.ctl(f'load {w.tid}')
@@ -228,11 +240,17 @@ class FastPathTest(MountTestCase):
         self.assertEqual(page['usable'], 1)
         e = page['entries'][0]
         self.assertEqual(e['source'], KPERF)
-        answer, group = ask(self.sock, f'group {s.name} {page["group"]}')
-        self.assertEqual(answer, 'ok')
-        self.addCleanup(os.close, group)
         n = page['group_size']
-        values = struct.unpack(f'<{3 + 2 * n}Q', os.read(group, 8 * (3 + 2 * n)))
+        self.assertEqual(n, 2)
+        # Every member's descriptor, the leader first: perf events all.
+        answer, fds = askAll(self.sock, f'group {s.name} {page["group"]}')
+        for member in fds:
+            self.addCleanup(os.close, member)
+        self.assertEqual(answer, 'ok')
+        self.assertEqual(len(fds), n)
+        for member in fds:
+            self.assertEqual(os.readlink(f'/proc/self/fd/{member}'), 'anon_inode:[perf_event]')
+        values = struct.unpack(f'<{3 + 2 * n}Q', os.read(fds[0], 8 * (3 + 2 * n)))
         self.assertEqual(values[0], n)
         hw = e['base'] + values[3 + 2 * e['member']] - e['ref']
         self.assertLessEqual(hw, e['mask'], 'wrapped')

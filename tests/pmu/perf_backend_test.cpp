@@ -312,7 +312,8 @@ TEST(PerfTarget, ChangedEventsReopenTheGroup) {
 std::uint64_t fastBits(const FastGroup& g, std::size_t slot) {
   EXPECT_EQ(g.read_format, kGroupReadFormat);
   std::uint64_t buf[3 + 2 * 64];
-  const ssize_t n = ::read(g.leader_fd, buf, sizeof buf);
+  EXPECT_EQ(g.fds.size(), g.size) << "every member's descriptor, the leader first";
+  const ssize_t n = ::read(g.fds.front(), buf, sizeof buf);
   EXPECT_EQ(n, static_cast<ssize_t>(8 * (3 + 2 * g.size)));
   EXPECT_EQ(buf[0], g.size);  // nr, time_enabled, time_running, {value, id}...
   for (const auto& c : g.counters)
@@ -351,7 +352,7 @@ TEST(PerfTarget, FastGroupGivesReadPmdsBits) {
   auto g1 = r.pmu().fastGroup();
   ASSERT_TRUE(g1.has_value());
   EXPECT_NE(g1->id, g->id);
-  EXPECT_NE(g1->leader_fd, g->leader_fd);
+  EXPECT_NE(g1->fds.front(), g->fds.front());
   r.pmu().enable();
   w.run([] { touchPages(3); });
   EXPECT_EQ(fastBits(*g1, 0), 10u);
