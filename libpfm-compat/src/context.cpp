@@ -30,7 +30,7 @@ constexpr SetFileSpec kSetFiles[kSetFileCount] = {
 }  // namespace
 
 void Context::init(int user_fd, int dir_fd, const char* name, dev_t dev, ino_t ino, uint32_t generation,
-                   bool system_wide) {
+                   bool system_wide, bool fast_path) {
   user_fd_ = user_fd;
   dir_fd_ = dir_fd;
   strncpy(name_, name, sizeof name_ - 1);
@@ -45,6 +45,7 @@ void Context::init(int user_fd, int dir_fd, const char* name, dev_t dev, ino_t i
     s.set.store(-1, std::memory_order_relaxed);
     for (auto& f : s.fds) f.store(-1, std::memory_order_relaxed);
   }
+  fast_.reset(fast_path);
   refs_.store(1, std::memory_order_release);  // the table's reference
 }
 
@@ -137,6 +138,7 @@ void Context::retire() {
     }
     s.set.store(-1, std::memory_order_relaxed);
   }
+  fast_.release();
   if (dir_fd_ >= 0) close(dir_fd_);
   dir_fd_ = -1;
   user_fd_ = -1;

@@ -14,6 +14,7 @@
 
 #include <atomic>
 
+#include "fast_path.h"
 #include "fd_lease.h"
 
 namespace pfmcompat {
@@ -30,13 +31,16 @@ class Context {
 
   // Called on a fresh or recycled object before it is published; the
   // context takes over dir_fd (O_PATH descriptor of the session directory).
-  void init(int user_fd, int dir_fd, const char* name, dev_t dev, ino_t ino, uint32_t generation, bool system_wide);
+  // fast_path: pfm_read_pmds may use the fast path (fast_path.h).
+  void init(int user_fd, int dir_fd, const char* name, dev_t dev, ino_t ino, uint32_t generation, bool system_wide,
+            bool fast_path);
 
   int userFd() const { return user_fd_; }
   int dirFd() const { return dir_fd_; }
   const char* name() const { return name_; }  // the session's, in sessions/
   uint32_t generation() const { return generation_; }
   bool systemWide() const { return system_wide_; }
+  FastPath& fastPath() { return fast_; }
   // Whether the session was left loaded by this library (a load succeeded,
   // no unload since): a closed context that was may still hold its target
   // for the moment the daemon takes to see the close (ContextTable::sweep).
@@ -81,6 +85,7 @@ class Context {
   std::atomic<bool> loaded_{false};
   std::atomic<int> ctl_fd_{-1};
   SetSlot slots_[kCachedSets];
+  FastPath fast_;
 };
 
 }  // namespace pfmcompat

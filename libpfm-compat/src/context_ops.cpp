@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -149,6 +150,12 @@ int command(Context& c, const TextBuilder& text) {
   return writeWhole(ctl.fd(), text.data(), text.size());
 }
 
+// PFMFS_FASTPATH=0 turns the fast path off for the contexts created after.
+bool fastPathWanted() {
+  const char* v = getenv("PFMFS_FASTPATH");
+  return !(v && strcmp(v, "0") == 0);
+}
+
 std::atomic<uint64_t> g_session_counter{0};
 std::atomic<uint32_t> g_generation{0};
 
@@ -225,7 +232,9 @@ int createContext(const CreateOptions& options) {
   Context* c = ContextTable::allocate();
   if (!c) return fail(ENOMEM);
   const uint32_t generation = g_generation.fetch_add(1, std::memory_order_relaxed) + 1;
-  c->init(fd, dir_fd, name, st.st_dev, st.st_ino, generation, options.system_wide);
+  const bool fast = fastPathWanted();
+  if (fast) prepareCurrentTid();
+  c->init(fd, dir_fd, name, st.st_dev, st.st_ino, generation, options.system_wide, fast);
   ContextTable::install(c);
   watchContext(fd, generation);
   return fd;
@@ -273,6 +282,9 @@ int writePmds(Context& c, const void* vec, size_t n, PmdGetter get) {
 
 int readPmds(Context& c, void* vec, size_t n, KeyGetter key_of, PmdSetter put) {
   auto key = [&](size_t i) { return key_of(vec, i); };
+  // Self-monitoring reads without a round trip where the page says how;
+  // everything else (and every error) is the mount's.
+  if (c.fastPath().read(c, vec, n, key_of, put) == 0) return 0;
   ScratchBuffer scratch;
   if (int r = startVector(n, key, scratch); r <= 0) return r;
   // The snapshots of the first sets are kept for the second pass; sets past
@@ -393,7 +405,10 @@ int loadContext(Context& c, uint32_t target, const uint16_t* set) {
 
 int unloadContext(Context& c) {
   int r = simpleCommand(c, "unload");
-  if (r == 0) c.setLoaded(false);
+  if (r == 0) {
+    c.setLoaded(false);
+    c.fastPath().dropGroup();
+  }
   return r;
 }
 

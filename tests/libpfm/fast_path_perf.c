@@ -1,0 +1,171 @@
+// pfmfs-test: backends=perf
+/*
+ * fast_path_perf.c: on the perf backend, pfm_read_pmds of a self-monitoring
+ * context reads the session's perf group itself (docs/libpfm-compat.md, "The
+ * fast path") and answers what the mount answers. The program counts its
+ * own page faults on two PMDs (PAGE_FAULTS and MINOR_FAULTS) and touches
+ * fresh pages, which fault once each; between reads it touches nothing, so a
+ * read through the fast path, one of the session's pmds file and another
+ * fast read give the same numbers, and N pages touched add exactly N. With
+ * pfmfsd stopped (SIGSTOP) the reads still answer and still follow the
+ * counts: they came from the group, not the mount.
+ */
+#include "check.h"
+
+#include <sys/mman.h>
+
+static pfmlib_output_param_t outp;
+static pfarg_pmd_t pd[2];
+
+static void encode(void)
+{
+	static pfmlib_input_param_t inp;	/* 116 KiB: not on the stack */
+	memset(&inp, 0, sizeof(inp));
+	CHECK_PFM(pfm_find_event("PAGE_FAULTS", &inp.pfp_events[0].event));
+	CHECK_PFM(pfm_find_event("MINOR_FAULTS", &inp.pfp_events[1].event));
+	inp.pfp_event_count = 2;
+	inp.pfp_dfl_plm = PFM_PLM3;
+	CHECK_PFM(pfm_dispatch_events(&inp, NULL, &outp, NULL));
+	CHECK_EQ_U64(outp.pfp_pmd_count, 2);
+	for (int i = 0; i < 2; i++)
+		pd[i].reg_num = (uint16_t)outp.pfp_pmds[i].reg_num;
+}
+
+/* n page faults at user level, no more (fresh pages, no huge pages). */
+static void touch_pages(unsigned int n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	volatile char *m = mmap(NULL, (size_t)page * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	madvise((void *)m, (size_t)page * n, MADV_NOHUGEPAGE);
+	for (unsigned int i = 0; i < n; i++)
+		m[(size_t)page * i] = 1;
+	munmap((void *)m, (size_t)page * n);
+}
+
+static void read_fast(int fd, uint64_t v[2])
+{
+	pfarg_pmd_t got[2] = { { .reg_num = pd[0].reg_num }, { .reg_num = pd[1].reg_num } };
+	CHECK_OK(pfm_read_pmds(fd, got, 2));
+	v[0] = got[0].reg_value;
+	v[1] = got[1].reg_value;
+}
+
+/* The session's sets/0/pmds, read into a buffer that is already faulted in. */
+static void read_mount(int fd, uint64_t v[2])
+{
+	static char text[16384];
+	session_text(fd, "sets/0/pmds", text, sizeof(text));
+	for (int i = 0; i < 2; i++) {
+		char want[16];
+		snprintf(want, sizeof(want), "pmd=%u ", pd[i].reg_num);
+		char *line = strstr(text, want);
+		CHECK(line != NULL, "sets/0/pmds has no pmd%u", pd[i].reg_num);
+		v[i] = kv_u64(line, "value");
+	}
+}
+
+static volatile pid_t stopped_daemon;
+
+static void continue_daemon(void)
+{
+	if (stopped_daemon > 0)
+		kill(stopped_daemon, SIGCONT);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "FAIL fast_path_perf.c: pfm_read_pmds hung with pfmfsd stopped: it asked the mount\n";
+	continue_daemon();
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+static pid_t daemon_pid(void)
+{
+	char path[PATH_MAX], info[1024];
+	snprintf(path, sizeof(path), "%s/pmu/info", mount_path());
+	CHECK(read_text(path, info, sizeof(info)) > 0, "cannot read %s", path);
+	const char *p = strstr(info, "fastpath=@pfmfs-fastpath.");
+	CHECK(p != NULL, "pmu/info offers no fast path: %s", info);
+	return (pid_t)strtol(p + strlen("fastpath=@pfmfs-fastpath."), NULL, 10);
+}
+
+int main(void)
+{
+	pfarg_ctx_t ctx = { 0 };
+	pfarg_pmc_t pc[PFMLIB_MAX_PMCS];
+	pfarg_load_t load = { .load_pid = (uint32_t)tid_self() };
+	uint64_t a[2], b[2], c[2];
+
+	CHECK_PFM(pfm_initialize());
+	encode();
+	memset(pc, 0, sizeof(pc));
+	for (unsigned int i = 0; i < outp.pfp_pmc_count; i++) {
+		pc[i].reg_num = (uint16_t)outp.pfp_pmcs[i].reg_num;
+		pc[i].reg_value = outp.pfp_pmcs[i].reg_value;
+	}
+	pd[0].reg_value = 1000;	/* counts on from where they are written */
+	pd[1].reg_value = 1ULL << 40;
+	int fd = (int)CHECK_OK(pfm_create_context(&ctx, NULL, NULL, 0));
+	CHECK_OK(pfm_write_pmcs(fd, pc, (int)outp.pfp_pmc_count));
+	CHECK_OK(pfm_write_pmds(fd, pd, 2));
+	CHECK_OK(pfm_load_context(fd, &load));
+	CHECK_OK(pfm_start(fd, NULL));
+
+	/* Once first, so that every buffer the reads use has faulted in. */
+	read_mount(fd, a);
+	read_fast(fd, a);
+	for (int round = 0; round < 20; round++) {
+		read_fast(fd, a);
+		read_mount(fd, b);
+		read_fast(fd, c);
+		for (int i = 0; i < 2; i++)
+			CHECK(a[i] == b[i] && b[i] == c[i],
+			      "round %d, pmd%u: fast %" PRIu64 ", mount %" PRIu64 ", fast again %" PRIu64, round,
+			      pd[i].reg_num, a[i], b[i], c[i]);
+		touch_pages(37);
+		read_fast(fd, b);
+		CHECK_EQ_U64(b[0] - a[0], 37);
+		CHECK_EQ_U64(b[1] - a[1], 37);
+	}
+
+	/* Only the group can answer now. */
+	const pid_t daemon = daemon_pid();
+	signal(SIGALRM, on_alarm);
+	atexit(continue_daemon);
+	alarm(10);
+	read_fast(fd, a);
+	stopped_daemon = daemon;
+	CHECK_OK(kill(daemon, SIGSTOP));
+	for (int round = 0; round < 100; round++) {
+		touch_pages(3);
+		read_fast(fd, b);
+		CHECK_EQ_U64(b[0] - a[0], 3);
+		CHECK_EQ_U64(b[1] - a[1], 3);
+		a[0] = b[0];
+		a[1] = b[1];
+	}
+	CHECK_OK(kill(daemon, SIGCONT));
+	stopped_daemon = 0;
+	alarm(0);
+	read_mount(fd, b);
+	CHECK_EQ_U64(b[0], a[0]);
+	CHECK_EQ_U64(b[1], a[1]);
+
+	/* Stopped: the page holds the values, and nothing counts. */
+	CHECK_OK(pfm_stop(fd));
+	read_fast(fd, a);
+	touch_pages(11);
+	read_fast(fd, b);
+	read_mount(fd, c);
+	CHECK(a[0] == b[0] && b[0] == c[0] && a[1] == b[1] && b[1] == c[1], "stopped, the counts moved");
+	CHECK(a[0] >= 1000 + 20 * 37 + 300 && a[1] >= (1ULL << 40) + 20 * 37 + 300, "too few faults counted");
+	CHECK_EQ_U64(a[0] - 1000, a[1] - (1ULL << 40));
+	CHECK_OK(pfm_unload_context(fd));
+	CHECK_OK(close(fd));
+	CHECK(wait_sessions(0, 2000) == 0, "the session outlived close()");
+	printf("fast_path_perf: the group's reads agree with the mount\n");
+	return 0;
+}
