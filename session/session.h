@@ -351,6 +351,10 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // setFastPage(): where the page goes, and the page being built.
   fastpath::Page* fast_page_ = nullptr;
   std::unique_ptr<fastpath::Page> fast_next_;
+  // What fast_page_ holds: a publish that would change nothing is skipped,
+  // so that the tick does not make readers retry every millisecond.
+  std::unique_ptr<fastpath::Page> fast_shown_;
+  bool fast_shown_valid_ = false;
 
   // Across loads.
   std::uint64_t enabled_ns_ = 0;

@@ -27,6 +27,20 @@ namespace pfmfs::session {
 using pmu::regBit;
 using pmu::RegMask;
 
+namespace {
+
+// Whether two pages say the same: the header after seq, and the entries in use.
+bool sameContent(const fastpath::Page& a, const fastpath::Page& b) {
+  constexpr std::size_t from = offsetof(fastpath::Page, usable);
+  constexpr std::size_t head = offsetof(fastpath::Page, pmds) - from;
+  const auto* pa = reinterpret_cast<const unsigned char*>(&a);
+  const auto* pb = reinterpret_cast<const unsigned char*>(&b);
+  if (std::memcmp(pa + from, pb + from, head) != 0) return false;
+  return std::memcmp(a.pmds, b.pmds, a.pmd_count * sizeof(fastpath::PmdEntry)) == 0;
+}
+
+}  // namespace
+
 void Session::setFastPage(fastpath::Page* page) {
   Op op(*this);
   if (fast_page_ && fast_page_ != page) {
@@ -35,7 +49,11 @@ void Session::setFastPage(fastpath::Page* page) {
     fastpath::publish(*fast_page_, off);
   }
   fast_page_ = page;
-  if (page && !fast_next_) fast_next_ = std::make_unique<fastpath::Page>();
+  fast_shown_valid_ = false;
+  if (page && !fast_next_) {
+    fast_next_ = std::make_unique<fastpath::Page>();
+    fast_shown_ = std::make_unique<fastpath::Page>();
+  }
   // ~Op publishes the new page's first content.
 }
 
@@ -65,7 +83,10 @@ void Session::publishFastPage() {
   p.switch_running_ns = std::numeric_limits<std::uint64_t>::max();
   p.pmd_count = 0;
   p.usable = fillFastPage(p) ? 1 : 0;
+  if (fast_shown_valid_ && sameContent(p, *fast_shown_)) return;
   fastpath::publish(*fast_page_, p);
+  std::memcpy(fast_shown_.get(), &p, sizeof p);
+  fast_shown_valid_ = true;
 }
 
 bool Session::fillFastPage(fastpath::Page& p) {
