@@ -280,11 +280,12 @@ int writePmds(Context& c, const void* vec, size_t n, PmdGetter get) {
   });
 }
 
+bool fastReadPmds(Context& c, void* vec, size_t n, KeyGetter key, PmdSetter put) {
+  return c.fastPath().read(c, vec, n, key, put) == 0;
+}
+
 int readPmds(Context& c, void* vec, size_t n, KeyGetter key_of, PmdSetter put) {
   auto key = [&](size_t i) { return key_of(vec, i); };
-  // Self-monitoring reads without a round trip where the page says how;
-  // everything else (and every error) is the mount's.
-  if (c.fastPath().read(c, vec, n, key_of, put) == 0) return 0;
   ScratchBuffer scratch;
   if (int r = startVector(n, key, scratch); r <= 0) return r;
   // The snapshots of the first sets are kept for the second pass; sets past

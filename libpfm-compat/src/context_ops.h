@@ -73,6 +73,9 @@ int writePmds(Context& c, const void* vec, size_t n, PmdGetter get);
 // One `pmds` read per set; every element is checked before any is filled:
 // a PMD never written (absent from `pmds`) or an unknown set is -EINVAL.
 int readPmds(Context& c, void* vec, size_t n, KeyGetter key, PmdSetter put);
+// The same without a round trip, where the fast path can answer
+// (fast_path.h): true when it did. The calls try it first.
+bool fastReadPmds(Context& c, void* vec, size_t n, KeyGetter key, PmdSetter put);
 // PMC values (perfmon3 pfm_read PFM_RW_PMC): from `regs`, or the pmcK file
 // for a PMC still at its default value.
 int readPmcs(Context& c, void* vec, size_t n, KeyGetter key, PmcSetter put);

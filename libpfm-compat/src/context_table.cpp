@@ -147,6 +147,11 @@ ContextRef ContextTable::lookup(int fd) {
   return ContextRef(c);
 }
 
+ContextRef ContextTable::peek(int fd) {
+  if (fd < 0 || fd >= kMaxFd) return ContextRef();
+  return ContextRef(acquireAt(fd));
+}
+
 void ContextTable::drop(int fd, Context* c) {
   Context* expected = c;
   if (g_slots[fd].compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel)) c->unref();

@@ -31,6 +31,10 @@ class ContextTable {
   // the descriptor no longer names its session. A descriptor that names a
   // context's msg file under another number (dup) is that context.
   static ContextRef lookup(int fd);
+  // The context the table holds at fd, without asking the kernel whether fd
+  // still names it: for the fast path alone (fast_path.h says why that is
+  // safe enough), which falls back to lookup() whenever it cannot answer.
+  static ContextRef peek(int fd);
   // Removes c from fd if it is still there (releasing the table's reference).
   static void drop(int fd, Context* c);
   // The library just got fd from open(): whatever context the table holds

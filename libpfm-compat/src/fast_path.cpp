@@ -62,8 +62,9 @@ void FastPath::reset(bool enabled) {
   page_ = nullptr;
   socket_[0] = '\0';
   group_id_ = 0;
-  refused_group_ = 0;
+  refused_group_ = 0;  // group ids start at 1 (fast_page.h)
   group_fd_count_ = 0;
+  member_page_count_ = 0;
   busy_.store(false, std::memory_order_release);
 }
 

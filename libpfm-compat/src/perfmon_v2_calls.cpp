@@ -96,10 +96,10 @@ PFM_EXPORT os_err_t pfm_write_pmds(int fd, pfarg_pmd_t* pmds, int count) {
 }
 
 PFM_EXPORT os_err_t pfm_read_pmds(int fd, pfarg_pmd_t* pmds, int count) {
-  return onContext(fd, "pfm_read_pmds", [&](Context& c) {
-    if (badVector(pmds, count)) return -EINVAL;
-    return readPmds(c, pmds, size_t(count), pmdKeyAt, pmdPut);
-  });
+  if (badVector(pmds, count)) return onContext(fd, "pfm_read_pmds", [](Context&) { return -EINVAL; });
+  return onContextFast(
+      fd, "pfm_read_pmds", [&](Context& c) { return fastReadPmds(c, pmds, size_t(count), pmdKeyAt, pmdPut); },
+      [&](Context& c) { return readPmds(c, pmds, size_t(count), pmdKeyAt, pmdPut); });
 }
 
 PFM_EXPORT os_err_t pfm_load_context(int fd, pfarg_load_t* load) {

@@ -148,7 +148,17 @@ PFM_EXPORT os_err_t pfm_write(int fd, int flags, int type, void* reg, size_t n) 
 }
 
 PFM_EXPORT os_err_t pfm_read(int fd, int flags, int type, void* reg, size_t n) {
-  return onContext(fd, "pfm_read", [&](Context& c) {
+  // PMD reads try the fast path first; anything it cannot answer, and every
+  // error, is the mount's below.
+  auto fast = [&](Context& c) {
+    if (flags != 0 || (type != PFM_RW_PMD && type != PFM_RW_PMD_ATTR)) return false;
+    const bool attr = type == PFM_RW_PMD_ATTR;
+    long count = elements(reg, n, attr ? sizeof(pfarg_pmd_attr_t) : sizeof(pfarg_pmr_t));
+    if (count <= 0) return false;
+    return attr ? fastReadPmds(c, reg, size_t(count), attrKeyAt, attrPmdPut)
+                : fastReadPmds(c, reg, size_t(count), pmrKeyAt, pmrPmdPut);
+  };
+  return onContextFast(fd, "pfm_read", fast, [&](Context& c) {
     if (flags != 0) return -EINVAL;
     switch (type) {
       case PFM_RW_PMC:

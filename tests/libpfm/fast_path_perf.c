@@ -6,8 +6,9 @@
  * own page faults on two PMDs (PAGE_FAULTS and MINOR_FAULTS) and touches
  * fresh pages, which fault once each; between reads it touches nothing, so a
  * read through the fast path, one of the session's pmds file and another
- * fast read give the same numbers, and N pages touched add N (a few more
- * under a sanitizer). With pfmfsd stopped (SIGSTOP) the reads still answer
+ * fast read give the same numbers, and N pages touched add N (under a
+ * sanitizer, whose runtime faults in memory of its own, the mount's number
+ * lies between the fast ones, and N pages add at least N). With pfmfsd stopped (SIGSTOP) the reads still answer
  * and follow the counts, and once it goes on the mount agrees with the last
  * of them: they came from the group, not the mount.
  */
@@ -66,12 +67,20 @@ static void read_mount(int fd, uint64_t v[2])
 	}
 }
 
-/* n fresh pages touched between reads a and b: n faults, a few more under
- * a sanitizer (its shadow memory faults in too), on both PMDs alike. */
+/* A sanitizer's runtime faults its shadow memory in as the program goes:
+ * then the program's own faults are a lower bound of what counts. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+static const int exact = 0;
+#else
+static const int exact = 1;
+#endif
+
+/* n fresh pages touched between reads a and b: n faults (at least, under a
+ * sanitizer), on both PMDs alike. */
 static void check_faults(const uint64_t a[2], const uint64_t b[2], uint64_t n)
 {
-	CHECK(b[0] - a[0] >= n && b[0] - a[0] <= n + 16, "%" PRIu64 " pages touched, %" PRIu64 " faults counted", n,
-	      b[0] - a[0]);
+	CHECK(b[0] - a[0] == n || (!exact && b[0] - a[0] > n), "%" PRIu64 " pages touched, %" PRIu64 " faults counted",
+	      n, b[0] - a[0]);
 	CHECK_EQ_U64(b[1] - a[1], b[0] - a[0]);
 }
 
@@ -131,8 +140,10 @@ int main(void)
 		read_fast(fd, a);
 		read_mount(fd, b);
 		read_fast(fd, c);
+		/* Nothing faults between the reads (under a sanitizer its runtime
+		 * may: then the mount's answer lies between the two fast ones). */
 		for (int i = 0; i < 2; i++)
-			CHECK(a[i] == b[i] && b[i] == c[i],
+			CHECK(a[i] <= b[i] && b[i] <= c[i] && ((a[i] == b[i] && b[i] == c[i]) || !exact),
 			      "round %d, pmd%u: fast %" PRIu64 ", mount %" PRIu64 ", fast again %" PRIu64, round,
 			      pd[i].reg_num, a[i], b[i], c[i]);
 		touch_pages(37);
@@ -168,7 +179,7 @@ int main(void)
 	touch_pages(11);
 	read_fast(fd, b);
 	read_mount(fd, c);
-	CHECK(a[0] == b[0] && b[0] == c[0] && a[1] == b[1] && b[1] == c[1], "stopped, the counts moved");
+	CHECK(a[0] == b[0] && b[0] == c[0] && a[1] == b[1] && b[1] == c[1], "stopped, the counts moved");  /* even under a sanitizer */
 	CHECK(a[0] >= 1000 + 20 * 37 + 300 && a[1] >= (1ULL << 40) + 20 * 37 + 300, "too few faults counted");
 	CHECK_EQ_U64(a[0] - 1000, a[1] - (1ULL << 40));
 	CHECK_OK(pfm_unload_context(fd));
