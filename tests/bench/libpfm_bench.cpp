@@ -34,10 +34,25 @@
 #include <fmt/core.h>
 
 #include "bench_harness.h"
+#include "libpfm_bench.h"
 
 namespace libpfm_bench {
-// libpfm_bench_perf.cpp: the perf section, on `mount` once the sim's daemon has left it.
-void perfSection(const bench::Sizes& z, const std::string& pfmfsd, const std::string& mount, const std::string& tmp);
+
+void closeContext(int fd, const std::string& session) {
+  using namespace bench;
+  ::close(fd);
+  struct stat gone {};
+  for (int waited = 0; ::stat(session.c_str(), &gone) == 0; waited += 10) {
+    if (waited >= 5000) fail(fmt::format("{} still there 5 s after close()", session));
+    sleepMs(10);
+  }
+  // The library now sees the closed descriptor (EBADF) and closes its own
+  // files on the mount, which would otherwise keep it busy at unmount.
+  pfarg_pmd_t after{};
+  if (pfm_read_pmds(fd, &after, 1) != -1 || errno != EBADF)
+    fail(fmt::format("pfm_read_pmds on the closed descriptor {}: want -1 with EBADF", fd));
+}
+
 }  // namespace libpfm_bench
 
 namespace {
@@ -267,23 +282,8 @@ int main(int argc, char* argv[]) {
     readAndCheck(fast_fd, 4, "pfm_read_pmds (fast path) after a further advance");
     expectBytes(buf, ::pread(pmd_fd, buf, sizeof buf, 0), fmt::format("{}\n", expected(0)), pmd0);
 
-    // close() ends a session, a moment after it returns (FUSE's release is
-    // asynchronous; the fast path's mapping answers until then). The library
-    // then sees the closed descriptor at its next call on that number
-    // (EBADF) and closes its own files on the mount, which would otherwise
-    // keep it busy at unmount.
     for (int f : {advance_fd, floor_fd, pmd_fd, pmds_fd, regs_fd, ctl_fd}) ::close(f);
-    for (const SimContext* c : {&slow, &fast}) ::close(c->fd);
-    for (const SimContext* c : {&slow, &fast}) {
-      struct stat gone {};
-      for (int waited = 0; ::stat(c->session.c_str(), &gone) == 0; waited += 10) {
-        if (waited >= 5000) fail(fmt::format("{} still there 5 s after close()", c->session));
-        sleepMs(10);
-      }
-      pfarg_pmd_t after{};
-      if (pfm_read_pmds(c->fd, &after, 1) != -1 || errno != EBADF)
-        fail(fmt::format("pfm_read_pmds on the closed descriptor {}: want -1 with EBADF", c->fd));
-    }
+    for (const SimContext* c : {&slow, &fast}) libpfm_bench::closeContext(c->fd, c->session);
 
     printTable(ops, st);
     std::fflush(stdout);

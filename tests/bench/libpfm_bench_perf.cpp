@@ -30,6 +30,7 @@
 #include <fmt/core.h>
 
 #include "bench_harness.h"
+#include "libpfm_bench.h"
 
 namespace libpfm_bench {
 namespace {
@@ -310,19 +311,7 @@ void perfSection(const Sizes& z, const std::string& pfmfsd, const std::string& m
                kGoal, kSilentReads, silent.ours.size(), mount_requests);
     std::fflush(stdout);
 
-    // EBADF once the session is gone (the fast path's mapping answers until
-    // the daemon hears of the close: libpfm_bench.cpp).
-    for (PerfContext* c : {&fast, &slow}) {
-      ::close(c->fd);
-      struct stat gone {};
-      for (int waited = 0; ::stat(c->session.c_str(), &gone) == 0; waited += 10) {
-        if (waited >= 5000) fail(fmt::format("{} still there 5 s after close()", c->session));
-        sleepMs(10);
-      }
-      pfarg_pmd_t after{};
-      if (pfm_read_pmds(c->fd, &after, 1) != -1 || errno != EBADF)
-        fail(fmt::format("pfm_read_pmds on the closed descriptor {}: want -1 with EBADF", c->fd));
-    }
+    for (PerfContext* c : {&fast, &slow}) closeContext(c->fd, c->session);
   }
   stopDaemon(slot);
 }

@@ -54,6 +54,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -305,6 +306,55 @@ static inline void signals_ready(void)
 static inline pid_t tid_self(void)
 {
 	return (pid_t)syscall(SYS_gettid);
+}
+
+/* ---- pfmfsd stopped: what answers without the mount ---------------------- */
+/* The fast path's tests stop the daemon (SIGSTOP) to show that a read did
+ * not ask the mount: such a request would wait for it. daemon_stop() finds
+ * its pid in pmu/info (fastpath=@pfmfs-fastpath.PID.NONCE) and starts a
+ * watchdog thread: if daemon_continue() has not come within `seconds`, it
+ * lets the daemon go on (which lets the stuck request finish: a FUSE
+ * request ignores other signals once it is sent) and fails the program. The
+ * daemon goes on at exit too. */
+static pid_t check_stopped_daemon_ __attribute__((unused));	/* __atomic */
+
+static inline void daemon_continue(void)
+{
+	pid_t pid = __atomic_exchange_n(&check_stopped_daemon_, 0, __ATOMIC_ACQ_REL);
+	if (pid > 0)
+		kill(pid, SIGCONT);
+}
+
+static inline void *check_daemon_watchdog_(void *arg)
+{
+	static const char msg[] = "FAIL: a call waited for pfmfsd while it was stopped: it asked the mount\n";
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	for (long waited = 0; waited < (long)(uintptr_t)arg * 100; waited++) {
+		if (!__atomic_load_n(&check_stopped_daemon_, __ATOMIC_ACQUIRE))
+			return NULL;
+		nanosleep(&tick, NULL);
+	}
+	daemon_continue();
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+static inline void daemon_stop(unsigned seconds)
+{
+	static const char key[] = "fastpath=@pfmfs-fastpath.";
+	char path[PATH_MAX], info[1024];
+	const char *p;
+	pthread_t watchdog;
+	snprintf(path, sizeof(path), "%s/pmu/info", mount_path());
+	CHECK(read_text(path, info, sizeof(info)) > 0, "cannot read %s", path);
+	p = strstr(info, key);
+	CHECK(p != NULL && strstr(info, ",fastpath"), "pmu/info offers no fast path: %s", info);
+	atexit(daemon_continue);
+	__atomic_store_n(&check_stopped_daemon_, (pid_t)strtol(p + strlen(key), NULL, 10), __ATOMIC_RELEASE);
+	CHECK(kill(check_stopped_daemon_, SIGSTOP) == 0, "SIGSTOP pfmfsd: %s", strerror(errno));
+	CHECK(pthread_create(&watchdog, NULL, check_daemon_watchdog_, (void *)(uintptr_t)seconds) == 0,
+	      "pthread_create");
+	pthread_detach(watchdog);
 }
 
 /* ---- a descriptor's session ---------------------------------------------- */

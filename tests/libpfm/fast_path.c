@@ -70,35 +70,6 @@ static void compare(int fd, const pfarg_pmd_t *regs, int n, const char *when)
 	steps++;
 }
 
-/* The daemon's pid: pmu/info's fastpath=@pfmfs-fastpath.PID.NONCE. */
-static pid_t daemon_pid(void)
-{
-	char path[PATH_MAX], info[1024];
-	snprintf(path, sizeof(path), "%s/pmu/info", mount_path());
-	CHECK(read_text(path, info, sizeof(info)) > 0, "cannot read %s", path);
-	const char *p = strstr(info, "fastpath=@pfmfs-fastpath.");
-	CHECK(p != NULL && strstr(info, "features=") && strstr(info, ",fastpath"),
-	      "pmu/info offers no fast path: %s", info);
-	return (pid_t)strtol(p + strlen("fastpath=@pfmfs-fastpath."), NULL, 10);
-}
-
-static volatile pid_t stopped_daemon;	/* sent SIGCONT on every way out */
-
-static void continue_daemon(void)
-{
-	if (stopped_daemon > 0)
-		kill(stopped_daemon, SIGCONT);
-}
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	static const char msg[] = "FAIL fast_path.c: pfm_read_pmds hung with pfmfsd stopped: it asked the mount\n";
-	continue_daemon();
-	(void)!write(2, msg, sizeof(msg) - 1);
-	_exit(1);
-}
-
 /* Sets switching on overflow (0) and on time (1), short resets, a PMD write,
  * stop and start: compared after every step. */
 static void switches_and_resets(void)
@@ -210,12 +181,7 @@ static void answers_without_the_daemon(void)
 	sim_advance(1000);
 	compare(fd, pd, 2, "before the daemon stops");  /* maps the page */
 
-	const pid_t daemon = daemon_pid();
-	signal(SIGALRM, on_alarm);
-	atexit(continue_daemon);
-	alarm(10);
-	stopped_daemon = daemon;
-	CHECK_OK(kill(daemon, SIGSTOP));
+	daemon_stop(10);
 	pfarg_pmd_t got[2] = { { .reg_num = 0 }, { .reg_num = 1 } };
 	for (int i = 0; i < 1000; i++) {
 		got[0].reg_value = got[1].reg_value = 0;
@@ -223,9 +189,7 @@ static void answers_without_the_daemon(void)
 		CHECK_EQ_U64(got[0].reg_value, 5 + SIM_CYCLES_PER_NS * 1000);
 		CHECK_EQ_U64(got[1].reg_value, 6);
 	}
-	CHECK_OK(kill(daemon, SIGCONT));
-	stopped_daemon = 0;
-	alarm(0);
+	daemon_continue();
 	compare(fd, pd, 2, "after the daemon went on");
 	CHECK_OK(close(fd));
 	CHECK(wait_sessions(0, 2000) == 0, "the session outlived close()");

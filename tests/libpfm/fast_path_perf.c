@@ -8,9 +8,10 @@
  * read through the fast path, one of the session's pmds file and another
  * fast read give the same numbers, and N pages touched add N (under a
  * sanitizer, whose runtime faults in memory of its own, the mount's number
- * lies between the fast ones, and N pages add at least N). With pfmfsd stopped (SIGSTOP) the reads still answer
- * and follow the counts, and once it goes on the mount agrees with the last
- * of them: they came from the group, not the mount.
+ * lies between the fast ones, and N pages add at least N). With pfmfsd
+ * stopped (SIGSTOP) the reads still answer and follow the counts, and once
+ * it goes on the mount agrees with the last of them: they came from the
+ * group, not the mount.
  */
 #include "check.h"
 
@@ -84,33 +85,6 @@ static void check_faults(const uint64_t a[2], const uint64_t b[2], uint64_t n)
 	CHECK_EQ_U64(b[1] - a[1], b[0] - a[0]);
 }
 
-static volatile pid_t stopped_daemon;
-
-static void continue_daemon(void)
-{
-	if (stopped_daemon > 0)
-		kill(stopped_daemon, SIGCONT);
-}
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	static const char msg[] = "FAIL fast_path_perf.c: pfm_read_pmds hung with pfmfsd stopped: it asked the mount\n";
-	continue_daemon();
-	(void)!write(2, msg, sizeof(msg) - 1);
-	_exit(1);
-}
-
-static pid_t daemon_pid(void)
-{
-	char path[PATH_MAX], info[1024];
-	snprintf(path, sizeof(path), "%s/pmu/info", mount_path());
-	CHECK(read_text(path, info, sizeof(info)) > 0, "cannot read %s", path);
-	const char *p = strstr(info, "fastpath=@pfmfs-fastpath.");
-	CHECK(p != NULL, "pmu/info offers no fast path: %s", info);
-	return (pid_t)strtol(p + strlen("fastpath=@pfmfs-fastpath."), NULL, 10);
-}
-
 int main(void)
 {
 	pfarg_ctx_t ctx = { 0 };
@@ -152,13 +126,8 @@ int main(void)
 	}
 
 	/* Only the group can answer now. */
-	const pid_t daemon = daemon_pid();
-	signal(SIGALRM, on_alarm);
-	atexit(continue_daemon);
-	alarm(10);
+	daemon_stop(10);  /* its watchdog thread faults pages in of our own thread: read after */
 	read_fast(fd, a);
-	stopped_daemon = daemon;
-	CHECK_OK(kill(daemon, SIGSTOP));
 	for (int round = 0; round < 100; round++) {
 		touch_pages(3);
 		read_fast(fd, b);
@@ -166,9 +135,7 @@ int main(void)
 		a[0] = b[0];
 		a[1] = b[1];
 	}
-	CHECK_OK(kill(daemon, SIGCONT));
-	stopped_daemon = 0;
-	alarm(0);
+	daemon_continue();
 	read_mount(fd, b);
 	CHECK_EQ_U64(b[0], a[0]);
 	CHECK_EQ_U64(b[1], a[1]);
