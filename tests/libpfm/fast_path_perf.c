@@ -137,8 +137,9 @@ int main(void)
 	}
 	daemon_continue();
 	read_mount(fd, b);
-	CHECK_EQ_U64(b[0], a[0]);
-	CHECK_EQ_U64(b[1], a[1]);
+	for (int i = 0; i < 2; i++)
+		CHECK(b[i] == a[i] || (!exact && b[i] > a[i]), "pmd%u: the last fast read %" PRIu64 ", the mount then %" PRIu64,
+		      pd[i].reg_num, a[i], b[i]);
 
 	/* Stopped: the page holds the values, and nothing counts. */
 	CHECK_OK(pfm_stop(fd));
