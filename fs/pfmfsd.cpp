@@ -251,9 +251,14 @@ int serve(DaemonOptions& o) {
     filesystem.threadExited(tid);
   });
   filesystem.setWatcher(&watcher);
-  // libpfm-compat's mapped reads: without the socket, the mount alone.
+  // libpfm-compat's mapped reads: without the socket, the mount alone. Not
+  // on x86, whose counts live in the helper module's per-thread images: the
+  // page could not say how to read them, and asking for it would only cost
+  // each new context a round trip (docs/libpfm-compat.md, The fast path).
   std::unique_ptr<FastPathServer> fastpath;
-  if (auto s = FastPathServer::start(filesystem); s) {
+  if ((*backend)->name() == "x86") {
+    log(LogLevel::Info, "no fast path for libpfm-compat on x86: its reads go through the mount");
+  } else if (auto s = FastPathServer::start(filesystem); s) {
     fastpath = std::move(*s);
     filesystem.setFastPathName(fastpath->name());
   } else {
