@@ -16,7 +16,10 @@ constexpr int kMaxChannelFds = 64;
 
 // The socket's name, '@' included, from the mount's pmu/info: false when the
 // daemon offers no fast path (no `fastpath` feature) or the file is unreadable.
-bool fastPathSocket(char* name, size_t cap);
+// The first answer is kept for the life of the process, as the mount's path;
+// fresh = true reads the file again (a new daemon on the mount has a new
+// socket), without changing what is kept.
+bool fastPathSocket(char* name, size_t cap, bool fresh = false);
 
 // Sends `request` ("page SESSION", "group SESSION ID") to the socket `name`
 // and receives the answer: the number of descriptors it carried (>= 1, in

@@ -100,7 +100,12 @@ const fp::Page* FastPath::page(const Context& c) {
   TextBuilder t(request, sizeof request);
   t.add("page ").add(c.name());
   int fd;
-  if (t.overflowed() || fastPathRequest(socket_, request, &fd, 1) != 1) return nullptr;
+  if (t.overflowed()) return nullptr;
+  int got = fastPathRequest(socket_, request, &fd, 1);
+  // The name kept from an earlier daemon on this mount: ask the file again.
+  if (got == -ECONNREFUSED && fastPathSocket(socket_, sizeof socket_, true))
+    got = fastPathRequest(socket_, request, &fd, 1);
+  if (got != 1) return nullptr;
   // A page shorter than the mapping would fault on reading (SIGBUS).
   struct stat st;
   void* map = MAP_FAILED;
