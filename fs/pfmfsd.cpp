@@ -257,7 +257,7 @@ int serve(DaemonOptions& o) {
   // each new context a round trip (docs/libpfm-compat.md, The fast path).
   std::unique_ptr<FastPathServer> fastpath;
   if ((*backend)->name() == "x86") {
-    log(LogLevel::Info, "no fast path for libpfm-compat on x86: its reads go through the mount");
+    log(LogLevel::Debug, "no fast path for libpfm-compat on x86: its reads go through the mount");
   } else if (auto s = FastPathServer::start(filesystem); s) {
     fastpath = std::move(*s);
     filesystem.setFastPathName(fastpath->name());
