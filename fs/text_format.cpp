@@ -452,7 +452,7 @@ Result<std::uint64_t> parseAdvance(std::string_view text) {
 
 std::string formatVersion() { return fmt::format("pfmfs {}\nabi 1\n", PFMFS_VERSION); }
 
-std::string formatPmuInfo(const pmu::Backend& backend, std::string_view fastpath) {
+std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, std::string_view fastpath) {
   const pmu::PmuDescription& d = backend.description();
   unsigned general = 0, fixed = 0;
   for (const auto& p : d.pmds) (p.isFixed() ? fixed : general)++;
@@ -463,9 +463,11 @@ std::string formatPmuInfo(const pmu::Backend& backend, std::string_view fastpath
   }
   if (!fastpath.empty()) features += features.empty() ? "fastpath" : ",fastpath";
   std::string fast = fastpath.empty() ? std::string() : fmt::format(" fastpath={}", fastpath);
-  return fmt::format("backend={} model={} pmcs={} pmds={} counters={} fixed={} width={} features={}{}\n",
+  // tick_ns came after features (keys are added at the end); fastpath stays
+  // last, as it is only there when the socket is.
+  return fmt::format("backend={} model={} pmcs={} pmds={} counters={} fixed={} width={} features={} tick_ns={}{}\n",
                      backend.name(), d.model, hex(d.pmcMask()), hex(d.pmdMask()), general, fixed, d.width(),
-                     features, fast);
+                     features, tick_ns, fast);
 }
 
 std::string formatEvents(const pmu::PmuDescription& desc) {

@@ -81,7 +81,7 @@ Result<std::uint64_t> parseAdvance(std::string_view text);
 std::string formatVersion();                         // "pfmfs VERSION\nabi 1\n"
 // backend= model= pmcs= pmds= counters= fixed= width= features=, and with a
 // fast-path socket (fastpath_server.h) the feature `fastpath` and fastpath=NAME.
-std::string formatPmuInfo(const pmu::Backend& backend, std::string_view fastpath = {});
+std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, std::string_view fastpath = {});
 std::string formatEvents(const pmu::PmuDescription& desc);  // name= code=0x.. pmcs=0x.. desc="..."
 std::string formatMode(session::Mode m);             // "thread\n"
 std::string formatFlags(const session::Flags& f);    // "notify_block no_msg\n", "\n" when none

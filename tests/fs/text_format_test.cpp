@@ -489,20 +489,20 @@ TEST(Format, Version) { EXPECT_EQ(formatVersion(), "pfmfs 0.1.0\nabi 1\n"); }
 
 TEST(Format, PmuInfo) {
   auto b = simBackend();
-  EXPECT_EQ(formatPmuInfo(*b),
+  EXPECT_EQ(formatPmuInfo(*b, 1000000),
             "backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=1000000\n");
   auto small = simBackend(2, 32);
-  EXPECT_EQ(formatPmuInfo(*small),
+  EXPECT_EQ(formatPmuInfo(*small, 250000),
             "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit\n");
-  EXPECT_EQ(formatPmuInfo(*small, "@pfmfs-fastpath.1.00ff"),
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=250000\n");
+  EXPECT_EQ(formatPmuInfo(*small, 1000000, "@pfmfs-fastpath.1.00ff"),
             "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,fastpath fastpath=@pfmfs-fastpath.1.00ff\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,fastpath tick_ns=1000000 fastpath=@pfmfs-fastpath.1.00ff\n");
   auto wide = simBackend(8, 64);
-  EXPECT_EQ(formatPmuInfo(*wide),
+  EXPECT_EQ(formatPmuInfo(*wide, 1000000),
             "backend=sim model=intel-arch-v2 pmcs=0x100ff pmds=0x700ff counters=8 fixed=3 width=64 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=1000000\n");
 }
 
 TEST(Format, Events) {

@@ -147,18 +147,18 @@ class PmuTable:
 
 # pmu/info's end when pfmfsd offers libpfm-compat's fast path: the feature
 # and the socket's name, which differs from one daemon to the next.
-FASTPATH_INFO = re.compile(r',fastpath fastpath=@pfmfs-fastpath\.\d+\.[0-9a-f]{16}\n$')
+FASTPATH_INFO = re.compile(r',fastpath( tick_ns=\d+) fastpath=@pfmfs-fastpath\.\d+\.[0-9a-f]{16}\n$')
 
 
 def baseInfo(text):
     """pmu/info without the fast path's feature and socket name."""
-    return FASTPATH_INFO.sub('\n', text)
+    return FASTPATH_INFO.sub(r'\1\n', text)
 
 
 SIM_PMU = PmuTable(
     backend='sim', model='intel-arch-v2',
     info='backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
-         'features=fixed_counters,global_ctrl,ovfl_intr,inherit\n',
+         'features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=1000000\n',
     pmcs=[0, 1, 2, 3, 16], pmds=[0, 1, 2, 3, 16, 17, 18],
     # Indices the description does not list (ENOENT as paths, EINVAL in regs).
     missing_pmc=4, missing_pmd=19,
@@ -218,7 +218,7 @@ PERF_SW_EVENTS = [
 PERF_PMU = PmuTable(
     backend='perf', model='perf-sw',
     info='backend=perf model=perf-sw pmcs=0xff pmds=0xff counters=8 fixed=0 width=64 '
-         'features=perf_events,software_events,ovfl_intr,inherit\n',
+         'features=perf_events,software_events,ovfl_intr,inherit tick_ns=1000000\n',
     pmcs=list(range(8)), pmds=list(range(8)),
     missing_pmc=8, missing_pmd=8,
     exclusive_threads=False, holds_threads=False,  # perf counts for any number of sessions; holds no thread
@@ -240,7 +240,7 @@ X86_PMU = PmuTable(**dict(
     SIM_PMU.__dict__,
     backend='x86', thread_system_coexist=False, inherits=True,
     info='backend=x86 model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
-         'features=fixed_counters,global_ctrl,ovfl_intr,inherit,emulated\n',
+         'features=fixed_counters,global_ctrl,ovfl_intr,inherit,emulated tick_ns=1000000\n',
     events=[e for e in SIM_PMU.events if 'SIM_PHASE' not in e]))
 
 PMU = SIM_PMU if SIM else PERF_PMU if PERF else X86_PMU

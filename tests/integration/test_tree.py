@@ -325,14 +325,15 @@ class TreeTest(MountTestCase):
 
 @simOnly
 class SmallPmuTreeTest(MountTestCase):
-    """--sim-counters and --sim-width change the shape the tree shows."""
+    """--sim-counters and --sim-width change the shape the tree shows; --tick
+    is told in pmu/info's tick_ns."""
 
-    mount_args = ['--sim-counters=2', '--sim-width=40']
+    mount_args = ['--sim-counters=2', '--sim-width=40', '--tick=250000']
 
     def test_pmu_info(self):
         self.assertEqual(pfmfs_mount.baseInfo(self.m.read('pmu/info')),
                          'backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 '
-                         'width=40 features=fixed_counters,global_ctrl,ovfl_intr,inherit\n')
+                         'width=40 features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=250000\n')
 
     def test_listings(self):
         self.assertEqual(sorted(os.listdir(self.m.path('pmu/desc'))),
