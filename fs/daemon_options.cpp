@@ -221,15 +221,111 @@ Status applyLong(DaemonOptions& o, const LongOption& lo, std::string_view value)
   return {};
 }
 
+const LongOption* findLongOption(std::string_view name) {
+  for (const auto& l : kLongOptions)
+    if (name == l.name) return &l;
+  return nullptr;
+}
+
+bool shapesTheSim(Opt opt) {
+  return opt == Opt::SimClock || opt == Opt::SimWidth || opt == Opt::SimCounters || opt == Opt::SimEvents ||
+         opt == Opt::SimSkid;
+}
+
+// What mount(8) and mount.fuse3 may hand pfmfsd in -o that libfuse would
+// refuse and that says nothing to a FUSE daemon: mount(8)'s own options
+// (mount.fuse3 3.14 drops user, users, nouser, auto, noauto, _netdev and
+// nofail itself, and libmount never passes x-*, X-* and comment= to a
+// helper, but pfmfsd run by hand with an fstab line's options gets them
+// all), and VFS flags libfuse cannot set (the atime variants, nosymfollow:
+// pfmfs has no symlinks, silent, iversion, mand). The flags libfuse knows
+// (rw, ro, dev, nodev, suid, nosuid, exec, noexec, sync, async, dirsync,
+// atime, noatime) go on to it.
+bool ignoredMountOption(std::string_view opt) {
+  static constexpr std::string_view kExact[] = {
+      "defaults", "auto",     "noauto",      "user",     "nouser",      "users",    "nousers",     "owner",
+      "noowner",  "group",    "nogroup",     "_netdev",  "nofail",      "relatime", "norelatime",  "strictatime",
+      "nostrictatime", "lazytime", "nolazytime", "diratime", "nodiratime", "symfollow", "nosymfollow", "silent",
+      "loud",     "iversion", "noiversion",  "mand",     "nomand",
+  };
+  static constexpr std::string_view kPrefixes[] = {"x-", "X-", "comment=", "helper=", "uhelper="};
+  for (auto e : kExact)
+    if (opt == e) return true;
+  for (auto p : kPrefixes)
+    if (opt.substr(0, p.size()) == p) return true;
+  return false;
+}
+
+// libfuse's option lists: a comma separates, a backslash escapes the next
+// character. Each option comes back as written (escapes kept, for libfuse).
+std::vector<std::string_view> splitOptionList(std::string_view list) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == '\\') {
+      ++i;
+    } else if (list[i] == ',') {
+      out.push_back(list.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  out.push_back(list.substr(start));
+  return out;
+}
+
+std::string unescape(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size()) ++i;
+    out += text[i];
+  }
+  return out;
+}
+
+// One -o argument: pfmfsd's own options are applied, mount(8)'s meaningless
+// ones set aside, and what is left goes to libfuse as one comma list.
+Status takeMountOptions(DaemonOptions& o, std::string_view list) {
+  std::string for_fuse;
+  for (std::string_view opt : splitOptionList(list)) {
+    if (opt.empty()) continue;  // "a,,b", or a trailing comma: nothing
+    std::size_t eq = opt.find('=');
+    std::string name(opt.substr(0, eq));
+    for (char& c : name)
+      if (c == '_') c = '-';
+    const LongOption* lo = findLongOption(name);
+    if (lo && lo->opt != Opt::Help && lo->opt != Opt::Version) {
+      if (lo->takes_value && eq == std::string_view::npos)
+        return err(EINVAL, "-o {}: needs a value ({}={})", printable(opt), printable(opt), lo->value_name);
+      if (!lo->takes_value && eq != std::string_view::npos)
+        return err(EINVAL, "-o {}: {} takes no value", printable(opt), printable(opt.substr(0, eq)));
+      if (shapesTheSim(lo->opt)) o.sim_options = true;
+      std::string value = eq == std::string_view::npos ? std::string() : unescape(opt.substr(eq + 1));
+      Status st = applyLong(o, *lo, value);
+      if (!st) return st.error();
+      continue;
+    }
+    if (ignoredMountOption(opt)) {
+      o.ignored_mount_options.emplace_back(opt);
+      continue;
+    }
+    if (!for_fuse.empty()) for_fuse += ',';
+    for_fuse += opt;
+  }
+  if (!for_fuse.empty()) o.fuse_options.push_back(std::move(for_fuse));
+  return {};
+}
+
 }  // namespace
 
 Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
   DaemonOptions o;
-  std::optional<std::string> mountpoint;
+  // [SOURCE] MOUNTPOINT: mount.fuse3 puts the fstab line's source first.
+  std::vector<std::string> positionals;
   auto positional = [&](std::string_view arg) -> Status {
-    if (mountpoint)
-      return err(EINVAL, "more than one mount point: '{}' and '{}'", printable(*mountpoint), printable(arg));
-    mountpoint = std::string(arg);
+    if (positionals.size() == 2)
+      return err(EINVAL, "too many arguments: '{}', '{}' and '{}' (at most a source and a mount point)",
+                 printable(positionals[0]), printable(positionals[1]), printable(arg));
+    positionals.emplace_back(arg);
     return {};
   };
 
@@ -249,9 +345,7 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
       std::string_view body = arg.substr(2);
       std::size_t eq = body.find('=');
       std::string_view name = body.substr(0, eq);
-      const LongOption* lo = nullptr;
-      for (const auto& l : kLongOptions)
-        if (name == l.name) lo = &l;
+      const LongOption* lo = findLongOption(name);
       if (!lo) return err(EINVAL, "unknown option '--{}' (see --help)", printable(name));
       std::string_view value;
       if (!lo->takes_value) {
@@ -262,9 +356,7 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
         if (i + 1 >= argc || !argv[i + 1]) return err(EINVAL, "--{} needs a value ({})", lo->name, lo->value_name);
         value = argv[++i];
       }
-      if (lo->opt == Opt::SimClock || lo->opt == Opt::SimWidth || lo->opt == Opt::SimCounters ||
-          lo->opt == Opt::SimEvents || lo->opt == Opt::SimSkid)
-        o.sim_options = true;
+      if (shapesTheSim(lo->opt)) o.sim_options = true;
       Status st = applyLong(o, *lo, value);
       if (!st) return st.error();
       continue;
@@ -289,7 +381,8 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
           value = argv[++i];
         }
         if (value.empty()) return err(EINVAL, "-o needs mount options (-o OPT[,OPT...])");
-        o.fuse_options.emplace_back(value);
+        Status st = takeMountOptions(o, value);
+        if (!st) return st.error();
         break;
       } else {
         return err(EINVAL, "unknown option '-{}' (see --help)", printable(std::string_view(&arg[k], 1)));
@@ -299,9 +392,16 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
 
   if (o.sim_options && (o.pmu == PmuChoice::Perf || o.pmu == PmuChoice::X86))
     return err(EINVAL, "--sim-clock, --sim-width, --sim-counters, --sim-events and --sim-skid shape the simulator: not with --pmu={}", o.pmu == PmuChoice::Perf ? "perf" : "x86");
-  if (mountpoint) {
-    if (mountpoint->empty()) return err(EINVAL, "the mount point is an empty string");
-    auto abs = absolutePath(*mountpoint);
+  if (positionals.size() == 2) o.source = positionals[0];
+  if (!positionals.empty()) {
+    const std::string& mountpoint = positionals.back();
+    if (mountpoint.empty()) return err(EINVAL, "the mount point is an empty string");
+    // mount.fuse3's drop_privileges mounts by itself and passes the FUSE
+    // descriptor as /dev/fd/N: with its own options, not pfmfsd's
+    // default_permissions, on which every file's access check relies.
+    if (mountpoint.rfind("/dev/fd/", 0) == 0)
+      return err(EINVAL, "mount point {}: a FUSE descriptor mounted by someone else (mount.fuse3's drop_privileges) is not supported: pfmfsd mounts itself", printable(mountpoint));
+    auto abs = absolutePath(mountpoint);
     if (!abs) return abs.error();
     o.mountpoint = *abs;
   }
@@ -309,13 +409,13 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
 }
 
 std::string usageText() {
-  std::string out = "usage: pfmfsd [options] [MOUNTPOINT]   (default mount point /run/pfmfs)\n";
+  std::string out = "usage: pfmfsd [options] [[SOURCE] MOUNTPOINT]   (default mount point /run/pfmfs; SOURCE is ignored)\n";
   auto line = [&out](const std::string& left, const char* help) {
     out += fmt::format("  {:<32} {}\n", left, help);
   };
   line("-f", "stay in the foreground");
   line("-d", "print FUSE's debug output (implies -f)");
-  line("-o OPT[,OPT...]", "FUSE mount options, e.g. allow_other");
+  line("-o OPT[,OPT...]", "mount options, e.g. allow_other; also the long options below: pmu=sim,allow_kernel");
   for (const auto& l : kLongOptions) {
     if (l.opt == Opt::Help) line("-h, --help", l.help);
     else if (l.takes_value) line(fmt::format("--{}={}", l.name, l.value_name), l.help);

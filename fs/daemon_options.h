@@ -1,6 +1,12 @@
 // pfmfsd's command line (docs/pfmfsd.8.md): what to mount where, which
 // backend, and the engine's limits. Parsing is a pure function so every bad
 // option has a unit test; pfmfsd prints the reason on one line and exits 2.
+//
+// mount(8) runs pfmfsd through mount.fuse3 as `pfmfsd SOURCE MOUNTPOINT -o
+// OPTS`, where OPTS mixes what the fstab line says with what mount(8) adds:
+// so a source may come before the mount point (and is ignored), pfmfsd's own
+// long options may be given inside -o (`pmu=sim`, `allow_kernel`), and the
+// options of mount(8) that mean nothing to a FUSE daemon are dropped.
 #pragma once
 
 #include <sys/types.h>
@@ -19,10 +25,12 @@ enum class PmuChoice { Auto, Sim, Perf, X86 };
 enum class PerfModelChoice { Auto, Software, X86 };
 
 struct DaemonOptions {
-  std::string mountpoint = "/run/pfmfs";  // the one positional argument
+  std::string mountpoint = "/run/pfmfs";  // the last positional argument
+  std::string source;                     // the first of two: mount.fuse3's SOURCE, ignored ("pfmfs")
   bool foreground = false;                // -f
   bool debug = false;                     // -d: FUSE's debug output, implies -f
-  std::vector<std::string> fuse_options;  // each -o argument (comma lists kept whole)
+  std::vector<std::string> fuse_options;  // for libfuse: each -o argument's options pfmfsd did not take, comma-joined
+  std::vector<std::string> ignored_mount_options;  // mount(8)'s options that say nothing to pfmfsd (-o nofail)
   PmuChoice pmu = PmuChoice::Auto;        // --pmu=auto|x86|perf|sim
   PerfModelChoice perf_model = PerfModelChoice::Auto;  // --perf-model=auto|sw|x86
   pmu::sim::SimOptions sim;               // --sim-clock, --sim-width, --sim-counters, --sim-skid
@@ -36,11 +44,15 @@ struct DaemonOptions {
 };
 
 // argv[0] is skipped. Both "--opt=value" and "--opt value" are accepted for
-// long options with a value; -o takes "-o opts" and "-oopts". EINVAL with a
-// one-line reason (naming the option) for an unknown option, a missing or
-// malformed value, a value out of range (--sim-width 16..64, --sim-counters
-// 1..8, --sim-skid 0..32767, --tick >= 1000 ns, the limits >= 1), an unknown group, or more than
-// one mount point. Relative mount points are made absolute here.
+// long options with a value; -o takes "-o opts" and "-oopts", and inside it
+// every long option but --help and --version as "opt=value" or "flag", with
+// '_' or '-' between words. EINVAL with a one-line reason (naming the
+// option) for an unknown option, a missing or malformed value, a value out of
+// range (--sim-width 16..64, --sim-counters 1..8, --sim-skid 0..32767, --tick
+// >= 1000 ns, the limits >= 1), an unknown group, more than two positional
+// arguments, or a mount point that is a descriptor (/dev/fd/N: mount.fuse3's
+// drop_privileges). Options libfuse may not know are left for it to judge.
+// Relative mount points are made absolute here.
 Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv);
 
 // The --help text: one line per option.

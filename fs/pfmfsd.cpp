@@ -236,6 +236,10 @@ class Background {
 };
 
 int serve(DaemonOptions& o) {
+  // mount(8)'s options that mean nothing here (-o nofail,_netdev, ...): said
+  // at debug level, so that a mount through fstab stays quiet.
+  if (!o.ignored_mount_options.empty())
+    log(LogLevel::Debug, "ignoring mount(8)'s options: {}", fmt::join(o.ignored_mount_options, ","));
   Background background;
   if (!o.foreground) background.start();
   raiseFileLimit();

@@ -206,6 +206,88 @@ TEST(DaemonOptions, MountPointMadeAbsolute) {
   EXPECT_EQ(parseOk({"-"}).mountpoint, cwd() + "/-");
 }
 
+// mount(8) -> mount.fuse3 -> `pfmfsd SOURCE MOUNTPOINT -o OPTS`: the source
+// comes first and is ignored; two positionals at most.
+TEST(DaemonOptions, SourceBeforeTheMountPoint) {
+  DaemonOptions o = parseOk({"pfmfs", "/run/pfmfs"});
+  EXPECT_EQ(o.source, "pfmfs");
+  EXPECT_EQ(o.mountpoint, "/run/pfmfs");
+  o = parseOk({"pfmfs", "mnt", "-f"});
+  EXPECT_EQ(o.source, "pfmfs");
+  EXPECT_EQ(o.mountpoint, cwd() + "/mnt");
+  EXPECT_EQ(parseOk({"/tmp/a", "/tmp/b"}).mountpoint, "/tmp/b");  // whatever the source says
+  EXPECT_EQ(parseOk({"/tmp/b"}).source, "");
+}
+
+// The exact command lines mount.fuse3 (libfuse 3.14) runs under util-linux
+// 2.38's mount(8): `rw` first, `dev,suid` last, the fstab line's options
+// between.
+TEST(DaemonOptions, WhatMountFuse3Runs) {
+  // mount -t fuse.pfmfsd pfmfs /run/pfmfs -o allow_other,pmu=sim,tick=1000000
+  DaemonOptions o = parseOk({"pfmfs", "/run/pfmfs", "-o", "rw,allow_other,pmu=sim,tick=1000000,dev,suid"});
+  EXPECT_EQ(o.source, "pfmfs");
+  EXPECT_EQ(o.mountpoint, "/run/pfmfs");
+  EXPECT_EQ(o.pmu, PmuChoice::Sim);
+  EXPECT_EQ(o.engine.tick_ns, 1'000'000u);
+  EXPECT_EQ(o.fuse_options, std::vector<std::string>{"rw,allow_other,dev,suid"});
+  EXPECT_TRUE(o.ignored_mount_options.empty());
+  EXPECT_FALSE(o.foreground);  // daemonizes once mounted: what mount(8) waits for
+  // fstab: pfmfs /run/pfmfs fuse.pfmfsd defaults,nofail,_netdev,x-systemd.requires=x,relatime,allow_other 0 0
+  // (mount.fuse3 drops nofail and _netdev, libmount x-*; pfmfsd by hand gets them all)
+  o = parseOk({"pfmfs", "/run/pfmfs", "-o",
+               "rw,defaults,nofail,_netdev,x-systemd.requires=x,relatime,noatime,allow_other,nouser,auto,exec,dev,suid"});
+  EXPECT_EQ(o.fuse_options, std::vector<std::string>{"rw,noatime,allow_other,exec,dev,suid"});
+  EXPECT_EQ(o.ignored_mount_options, (std::vector<std::string>{"defaults", "nofail", "_netdev", "x-systemd.requires=x",
+                                                               "relatime", "nouser", "auto"}));
+  // user/users/owner make mount(8) add noexec,nosuid,nodev: libfuse's.
+  o = parseOk({"pfmfs", "/mnt", "-o", "rw,noexec,nosuid,nodev,uhelper=x,helper=y,comment=z,X-mount.mkdir"});
+  EXPECT_EQ(o.fuse_options, std::vector<std::string>{"rw,noexec,nosuid,nodev"});
+  EXPECT_EQ(o.ignored_mount_options.size(), 4u);
+  // Only mount(8)'s options: nothing left for libfuse from that -o.
+  EXPECT_TRUE(parseOk({"-o", "defaults,nofail"}).fuse_options.empty());
+}
+
+// Every long option but --help and --version inside -o, '_' or '-' between
+// words; pfmfsd takes them, libfuse never sees them.
+TEST(DaemonOptions, LongOptionsInsideDashO) {
+  DaemonOptions o = parseOk({"-o",
+                             "pmu=sim,sim_clock=manual,sim-width=32,sim_counters=8,sim_events=/etc/pfmfs/events,"
+                             "sim_skid=3,tick=2000,max_sessions_per_user=3,max-sets=5,max_messages=7,allow_kernel,"
+                             "system_group=0"});
+  EXPECT_EQ(o.pmu, PmuChoice::Sim);
+  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Manual);
+  EXPECT_EQ(o.sim.shape.width, 32u);
+  EXPECT_EQ(o.sim.shape.general_counters, 8u);
+  EXPECT_EQ(o.sim_events_path, "/etc/pfmfs/events");
+  EXPECT_EQ(o.sim.skid, 3u);
+  EXPECT_TRUE(o.sim_options);
+  EXPECT_EQ(o.engine.tick_ns, 2000u);
+  EXPECT_EQ(o.engine.max_sessions_per_user, 3u);
+  EXPECT_EQ(o.engine.max_sets, 5u);
+  EXPECT_EQ(o.engine.max_messages, 7u);
+  EXPECT_TRUE(o.allow_kernel);
+  ASSERT_TRUE(o.system_group.has_value());
+  EXPECT_EQ(*o.system_group, 0u);
+  EXPECT_TRUE(o.fuse_options.empty());
+  o = parseOk({"-o", "allow-kernel,perf_model=sw,pmu=perf", "-o", "allow_other"});
+  EXPECT_TRUE(o.allow_kernel);
+  EXPECT_EQ(o.pmu, PmuChoice::Perf);
+  EXPECT_EQ(o.perf_model, PerfModelChoice::Software);
+  EXPECT_EQ(o.fuse_options, std::vector<std::string>{"allow_other"});
+  // The later of -o and --opt wins, as between two --opt.
+  EXPECT_EQ(parseOk({"--pmu=perf", "-o", "pmu=sim"}).pmu, PmuChoice::Sim);
+  EXPECT_EQ(parseOk({"-o", "pmu=sim", "--pmu=perf"}).pmu, PmuChoice::Perf);
+  // A value is taken as written but for libfuse's escapes; relative files are made absolute.
+  EXPECT_EQ(parseOk({"-o", "sim_events=ev\\,1.txt,allow_other"}).sim_events_path, cwd() + "/ev,1.txt");
+  // libfuse's escapes stay for libfuse.
+  EXPECT_EQ(parseOk({"-o", "fsname=a\\,b,allow_other"}).fuse_options, std::vector<std::string>{"fsname=a\\,b,allow_other"});
+  // Empty options are nothing.
+  EXPECT_EQ(parseOk({"-o", ",allow_other,,"}).fuse_options, std::vector<std::string>{"allow_other"});
+  // Not pfmfsd's, not mount(8)'s: libfuse's to refuse (pfmfsd: bad FUSE options ..., exit 2).
+  EXPECT_EQ(parseOk({"-o", "bogus,help,version"}).fuse_options, std::vector<std::string>{"bogus,help,version"});
+  EXPECT_FALSE(parseOk({"-o", "help"}).help);
+}
+
 struct BadRow {
   std::vector<std::string> args;
   std::string reason_has;  // the reason names the option or the problem
@@ -278,16 +360,24 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--system-group=no_such_group_pfmfs"}, "--system-group: unknown group 'no_such_group_pfmfs'"},
         BadRow{{"--system-group=-1"}, "--system-group"}, BadRow{{"--system-group=4294967295"}, "--system-group"},
         BadRow{{"--system-group=99999999999999999999"}, "--system-group"},
-        // Mount points.
-        BadRow{{"/a", "/b"}, "more than one mount point: '/a' and '/b'"},
-        BadRow{{"/a", "-f", "b"}, "more than one mount point"}, BadRow{{""}, "mount point"},
-        BadRow{{"--", "/a", "/b"}, "more than one mount point"},
+        // Mount points: [SOURCE] MOUNTPOINT.
+        BadRow{{"pfmfs", "/a", "/b"}, "too many arguments: 'pfmfs', '/a' and '/b' (at most a source and a mount point)"},
+        BadRow{{"/a", "-f", "b", "c"}, "too many arguments"}, BadRow{{""}, "mount point"},
+        BadRow{{"pfmfs", ""}, "mount point"}, BadRow{{"--", "s", "/a", "/b"}, "too many arguments"},
+        BadRow{{"pfmfs", "/dev/fd/3"}, "mount point /dev/fd/3: a FUSE descriptor mounted by someone else (mount.fuse3's drop_privileges) is not supported"},
+        // pfmfsd's options inside -o: the same values, and a value where one belongs.
+        BadRow{{"-o", "pmu=nope"}, "--pmu: 'nope' is not auto, x86, perf or sim"},
+        BadRow{{"-o", "allow_other,pmu"}, "-o pmu: needs a value (pmu=auto|x86|perf|sim)"},
+        BadRow{{"-o", "tick="}, "--tick"}, BadRow{{"-o", "sim_width=8"}, "--sim-width: 8 is out of range (16..64)"},
+        BadRow{{"-o", "allow_kernel=1"}, "-o allow_kernel=1: allow_kernel takes no value"},
+        BadRow{{"-o", "pmu=perf,sim_clock=manual"}, "not with --pmu=perf"},
+        BadRow{{"-o", "system_group=no_such_group_pfmfs"}, "--system-group: unknown group"},
         // A bad option anywhere spoils the line, even next to --help.
         BadRow{{"--help", "--bogus"}, "--bogus"}));
 
 TEST(DaemonOptions, UsageHasOneLinePerOption) {
   std::string usage = usageText();
-  EXPECT_EQ(usage.rfind("usage: pfmfsd [options] [MOUNTPOINT]", 0), 0u) << usage;
+  EXPECT_EQ(usage.rfind("usage: pfmfsd [options] [[SOURCE] MOUNTPOINT]", 0), 0u) << usage;
   std::vector<std::string> lines;
   std::istringstream in(usage);
   for (std::string l; std::getline(in, l);) lines.push_back(l);

@@ -561,8 +561,8 @@ class DaemonTest(MountTestCase):
                 with self.subTest(args=bad):
                     self.assertOneLineError(['-f'] + backend + bad + [tmp])
                     self.assertFalse(os.path.ismount(tmp))
-            with self.subTest(args='two mount points'):
-                self.assertOneLineError(['-f'] + backend + [tmp, tmp])
+            with self.subTest(args='a source and two mount points'):  # [SOURCE] MOUNTPOINT at most
+                self.assertOneLineError(['-f'] + backend + ['pfmfs', tmp, tmp])
             with self.subTest(args='-o bogus'):  # libfuse's refusal, on our one line
                 status, out, err = self.runDaemon(['-f'] + backend + ['-o', 'bogus', tmp])
                 self.assertEqual(err, "pfmfsd: bad FUSE options -o bogus: fuse: unknown option(s): `-o bogus'\n")
