@@ -13,6 +13,7 @@ packages=(
   passwd util-linux procps
   linux-perf
   clang libclang-rt-14-dev
+  lowdown man-db groff-base  # man pages from docs/*.md (docs/meson.build), checked by tests/docs
 )
 
 missing=()
