@@ -23,7 +23,7 @@ std::vector<int> capabilitiesNeeded(const std::string& backend) {
   // perf: CAP_PERFMON lifts perf_event_paranoid for the daemon (system-wide
   // events, kernel-level counting, and any counting at all where paranoid is
   // 3) and CAP_SYS_PTRACE lets it open events on other users' threads. Who
-  // may ask for either is decided by our own checks (SPEC §2.2).
+  // may ask for either is decided by our own checks (pfmfs(5), OWNERSHIP AND PERMISSIONS).
   if (backend == "perf") return {CAP_PERFMON, CAP_SYS_PTRACE};
   // x86: the module checks CAP_SYS_RAWIO when its device is opened, which
   // pfmfsd does before it mounts; the descriptor is all it needs afterwards.

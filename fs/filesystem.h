@@ -1,4 +1,4 @@
-// The pfmfs tree (SPEC §2) as libfuse low-level operations over the engine.
+// The pfmfs tree (pfmfs(5)) as libfuse low-level operations over the engine.
 // Each operation finds its node in the inode table, checks who asks, calls
 // the engine, and answers with exactly one reply; engine errors become that
 // reply's errno here and nowhere else.

@@ -1,5 +1,5 @@
 // The text of pfmfs's files: every parser of what users write and every
-// formatter of what they read (SPEC §2). Pure functions over engine types; the
+// formatter of what they read (pfmfs(5)). Pure functions over engine types; the
 // FUSE code calls these and never builds or splits a string itself.
 #include "fs/text_format.h"
 
@@ -475,7 +475,7 @@ std::string formatEvents(const pmu::PmuDescription& desc) {
   for (const auto& e : desc.events) {
     out += fmt::format("name={} code={} pmcs={} desc={} pmds={}", e.name, hex(e.code), hex(pmcsOf(desc, e.counters)),
                        quoted(e.desc), hex(e.counters));
-    // Only where there are some: a key added at the end of the line (SPEC §2).
+    // Only where there are some: a key added at the end of the line (pfmfs(5), NUMBERS AND TEXT).
     for (std::size_t i = 0; i < e.aliases.size(); ++i) out += fmt::format("{}{}", i ? "," : " aliases=", e.aliases[i]);
     out += '\n';
   }

@@ -1,4 +1,4 @@
-// The text of pfmfs's files (SPEC §2): parsers for everything a user writes
+// The text of pfmfs's files (pfmfs(5)): parsers for everything a user writes
 // and formatters for everything a user reads. Pure functions over engine
 // types, so the fs layer's FUSE code never touches a string format and the
 // fuzz tests can drive every parser without a mount.
@@ -62,7 +62,7 @@ Result<session::Mode> parseMode(std::string_view text);
 // blanks or commas; "" or "none" clears every flag. The write replaces them all.
 Result<session::Flags> parseFlags(std::string_view text);
 
-// One `ctl` command (SPEC §2.2).
+// One `ctl` command (pfmfs(5), sessions/NAME/ctl).
 struct CtlCommand {
   enum class Kind { Load, Start, Stop, Restart, Unload };
   Kind kind = Kind::Stop;

@@ -44,7 +44,7 @@ struct pfh_emu_rate {
 	u32 den;
 };
 
-/* The sim's rates (SPEC section 4), by architectural event. */
+/* The sim's rates (pfmfs(5), "The sim PMU"), by architectural event. */
 static const struct pfh_emu_rate pfh_emu_rates[] = {
 	{ 0x003c, 3, 1 },	/* UNHALTED_CORE_CYCLES */
 	{ 0x00c0, 2, 1 },	/* INSTRUCTION_RETIRED */

@@ -27,7 +27,7 @@ enum class TargetKind { Thread, Cpu };
 struct Target {
   TargetKind kind = TargetKind::Thread;
   int id = 0;  // a thread id (tid) or a cpu number
-  // A thread session's `inherit` flag (SPEC §3.4): the backend reports the
+  // A thread session's `inherit` flag (pfmfs(5), INHERITANCE): the backend reports the
   // threads and processes the target creates, and theirs, recursively
   // (TargetPmu::takeChildEvents). Only with Backend::inheritance() != None.
   bool inherit = false;

@@ -26,7 +26,7 @@ struct PmcState {
 
 struct PmdState {
   // The 64-bit value. While the set is on the hardware only the bits above the
-  // counter's width are current: the hardware holds the rest (SPEC §3.2).
+  // counter's width are current: the hardware holds the rest (docs/design.md, "64-bit emulation").
   std::uint64_t value = 0;
   std::uint64_t long_reset = 0;
   std::uint64_t short_reset = 0;
@@ -62,7 +62,7 @@ class EventSet {
   void apply(const PmcWrite& w);
   void apply(const PmdWrite& w);
 
-  // Counters that count while this set is active (SPEC §2.3), by PMD number.
+  // Counters that count while this set is active (pfmfs(5), sets/N/pmcK), by PMD number.
   pmu::RegMask usedPmds() const { return used_pmds_; }
   // The hardware value of the PMC in `slot` with the engine's bits added.
   std::uint64_t hardwarePmc(std::size_t slot, bool interrupts) const;

@@ -1,5 +1,5 @@
 // Register writes as the engine takes them, and the rules they must pass
-// (SPEC §2.3): reserved bits, unknown registers, privilege bits. Also the
+// (pfmfs(5), sets/N/pmcK): reserved bits, unknown registers, privilege bits. Also the
 // value a PMC gets on hardware once the engine adds the bits it owns.
 #pragma once
 

@@ -1,7 +1,7 @@
 // A perfmon2 monitoring session: its mode and flags, its event sets, the state
 // machine unloaded -> loaded -> active <-> masked, and everything that happens
 // to a loaded session: 64-bit emulation, set switching, overflow processing,
-// messages and time accounting (SPEC §2.1-§3.3).
+// messages and time accounting (pfmfs(5); docs/design.md).
 //
 // Every public method takes the session's lock and may be called from any
 // thread. A failing method changes nothing and leaves its reason in error().
@@ -45,7 +45,7 @@ struct Flags {
   bool notify_block = false;  // hold the monitored thread until restart after a notification
   bool no_msg = false;        // queue no overflow messages (masking still happens)
   bool autoclose = false;     // the fs destroys the session when its last file closes
-  bool inherit = false;       // follow the thread's children (SPEC §3.4)
+  bool inherit = false;       // follow the thread's children (pfmfs(5), INHERITANCE)
 
   bool operator==(const Flags&) const = default;
 };
@@ -59,7 +59,7 @@ struct StateInfo {
   std::uint64_t lost = 0;
   bool exited = false;         // the monitored thread exited and unloaded the session
   std::uint64_t unscheduled_ns = 0;  // time the backend could not count the active set (perf's multiplexing)
-  // With flags inherit (SPEC §3.4):
+  // With flags inherit (pfmfs(5), INHERITANCE):
   bool inherit = false;
   std::size_t followed = 0;   // children followed now
   std::uint64_t merged = 0;   // exited children whose counts were added to `children`
@@ -120,7 +120,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Flags flags() const;
   Status setFlags(const Flags& f);  // EBUSY while loaded; EINVAL notify_block in system mode
 
-  // ctl commands (SPEC §2.2).
+  // ctl commands (pfmfs(5), sessions/NAME/ctl).
   Status load(const Caller& caller, int target, std::optional<unsigned> set = std::nullopt);
   Status unload();
   Status start(std::optional<unsigned> set = std::nullopt);

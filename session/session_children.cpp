@@ -1,4 +1,4 @@
-// Inheritance (flags inherit, SPEC §3.4, perfctr's semantics): the children
+// Inheritance (flags inherit, pfmfs(5) INHERITANCE, perfctr's semantics): the children
 // a thread target creates after the load, and theirs, count with the
 // session's control and fresh counts; when one exits, what it counted is
 // added to the session's children counts, unless the session was

@@ -52,7 +52,7 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
     }
   }
   for (const auto& w : writes) std::visit([s](const auto& x) { s->apply(x); }, w);
-  // A new control: children created before it are not merged (SPEC §3.4).
+  // A new control: children created before it are not merged (pfmfs(5), INHERITANCE).
   if (reprograms && loaded()) ++control_gen_;
   if (live) {
     Status st = prepareSets();

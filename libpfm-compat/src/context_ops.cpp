@@ -1,5 +1,5 @@
 // The shared operations: each turns a vector or a command into the fewest
-// writes and reads of session files (SPEC §2), and the mount's answers into
+// writes and reads of session files (pfmfs(5)), and the mount's answers into
 // perfmon2's errno values.
 #include "context_ops.h"
 
@@ -175,7 +175,7 @@ int createContext(const CreateOptions& options) {
     p.add(mount).add("/sessions/pfm.").dec(uint64_t(getpid())).add('.').dec(g_session_counter.fetch_add(1));
     if (p.overflowed()) return -ENAMETOOLONG;
     // The sticky bit: autoclose from birth, and destroyed if this thread dies
-    // before msg is open (SPEC contract), so no kill leaves it behind.
+    // before msg is open (pfmfs(5), sessions/), so no kill leaves it behind.
     made = mkdir(path, S_ISVTX | 0700);
     if (made == 0 || errno != EEXIST) break;
   }

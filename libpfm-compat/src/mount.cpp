@@ -1,4 +1,4 @@
-// Finding the pfmfs mount (SPEC §5): $PFMFS_MOUNT, else /run/pfmfs when it
+// Finding the pfmfs mount (docs/libpfm-compat.md): $PFMFS_MOUNT, else /run/pfmfs when it
 // looks like one, else the first fuse.pfmfs entry of /proc/self/mountinfo.
 // Runs once per process in the normal case; nothing here is on a hot path.
 #include "mount.h"

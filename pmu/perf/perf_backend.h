@@ -1,5 +1,5 @@
 // The perf backend: real counts of real threads and CPUs through
-// perf_event_open(2), without our kernel module (SPEC §1.1).
+// perf_event_open(2), without our kernel module (docs/backends.md).
 //
 // Each set is one perf group, opened the first time the set is loaded and
 // kept: a set switch disables one group and enables the next (two ioctls, on

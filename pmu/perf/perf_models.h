@@ -2,7 +2,7 @@
 // of each becomes perf events:
 //   perf-sw   perf's software events (task-clock, page-faults, ...) on eight
 //             64-bit counters, for machines without a hardware PMU;
-//   perf-x86  the Intel architectural register model of the sim (SPEC §4),
+//   perf-x86  the Intel architectural register model of the sim (pfmfs(5)),
 //             each PERFEVTSEL turned into a raw event and each fixed counter
 //             into its generic hardware event.
 #pragma once

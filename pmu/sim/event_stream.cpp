@@ -332,7 +332,7 @@ std::vector<SimEvent> defaultEvents(unsigned general_counters) {
     std::uint64_t num;  // events per ns, times den
     std::uint64_t den;
   };
-  // SPEC §4; the names, codes and counters come from the architectural table.
+  // pfmfs(5), "The sim PMU"; the names, codes and counters come from the architectural table.
   constexpr Rate kRates[] = {
       {intel::event::kUnhaltedCoreCycles, 3, 1},
       {intel::event::kInstructionRetired, 2, 1},
@@ -347,7 +347,7 @@ std::vector<SimEvent> defaultEvents(unsigned general_counters) {
     EventRate rate;
     for (const auto& r : kRates)
       if (r.code == desc.code) rate = EventRate::constant(r.num, r.den);
-    assert(!rate.isZero() && "every architectural event has a SPEC rate");
+    assert(!rate.isZero() && "every architectural event has a documented rate");
     out.push_back(SimEvent{std::move(desc), rate, Ring::User});
   }
 

@@ -70,7 +70,7 @@ struct SimEvent {
   Ring ring = Ring::User;
 };
 
-// The default table: the seven architectural events at the rates of SPEC §4
+// The default table: the seven architectural events at the rates of pfmfs(5)
 // (cycles 3/ns, instructions 2/ns, ref cycles 2.5/ns, LLC references 0.05,
 // LLC misses 0.01, branches 0.4, branch misses 0.004), all at user level,
 // counted by every general counter and by their fixed counter, plus two

@@ -1,5 +1,5 @@
 // The sim backend: an emulated Intel architectural-perfmon PMU per attached
-// target (SPEC §4), driven by the shared MSR-level driver. Under the manual
+// target (pfmfs(5), "The sim PMU"), driven by the shared MSR-level driver. Under the manual
 // clock every count is exact, which is what the tests stand on.
 //
 // With `inherit` (Inheritance::Adopt) a thread target follows its children

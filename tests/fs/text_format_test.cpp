@@ -1,4 +1,4 @@
-// Golden tests of pfmfs's file texts (SPEC §2): every parser against rows of
+// Golden tests of pfmfs's file texts (pfmfs(5)): every parser against rows of
 // {input, expected value or errno}, every formatter against exact strings, and
 // the `regs` round trip through a real sim session with the manual clock.
 #include "fs/text_format.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Counts through the mount (SPEC §2.3, §3.2, §4): exact ones under the sim's
+# Counts through the mount (pfmfs(5): sets/, 64-BIT COUNTERS): exact ones under the sim's
 # manual clock (general and fixed counters, 64-bit emulation at width 16), and
 # on every backend counts of a driven target within what it did: stop freezing
 # counts, PMD writes (two's complement included) and silent overflows, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# The ctl commands of SPEC §2.2 through the mount: every row of the table with
+# The ctl commands of pfmfs(5) (sessions/NAME/ctl) through the mount: every row of the table with
 # its errno, the state rules for mode, flags and switch, and that each refused
 # command leaves a reason in `error` and changes nothing.
 import errno

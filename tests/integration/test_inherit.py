@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Inheritance through the mount (flags inherit, SPEC §3.4): a session loaded
+# Inheritance through the mount (flags inherit, pfmfs(5) INHERITANCE): a session loaded
 # on a process follows the children it creates after the load.
 #   - sim (manual clock, exact): a child's counts join `children=` when it
 #     exits, the target's own values stay its own; a reprogrammed session

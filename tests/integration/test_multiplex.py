@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Multiplexing through the mount (SPEC §3.1): under the sim's manual clock,
+# Multiplexing through the mount (pfmfs(5), sets/N/switch and counts): under the sim's manual clock,
 # time-based switching with exact runs, duration_ns, timeout_ns and scaled
 # counts, overflow-based switching with switch_cnt, start N, phased events
 # showing multiplexing bias, and overflow switching with interrupt skid

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Overflows and messages through the mount (SPEC §2.4, §3.3): notify, mask and
+# Overflows and messages through the mount (pfmfs(5), messages and msg, OVERFLOWS): notify, mask and
 # restart with long resets, silent short resets, reset_pmds, no_msg,
 # notify_block, the message queue limit, the text and 64-byte records, read
 # sizes, blocking reads, poll/select/epoll, O_NONBLOCK and EOF on rmdir.

@@ -413,7 +413,7 @@ class ClockAndSwitchTest(PerfTestCase):
         self.assertLessEqual(abs(count - cpu), slack, f'TASK_CLOCK {count} ns, the thread ran {cpu} ns')
         line = self.countsOf(s)[(0, 0)]
         self.assertEqual(int(line['value']), count)
-        # The session's time is the thread's CPU time (SPEC 3.1).
+        # The session's time is the thread's CPU time (docs/design.md, "Time").
         self.assertLessEqual(abs(int(line['enabled_ns']) - cpu), slack, line)
         self.assertEqual(line['enabled_ns'], line['running_ns'])
 
@@ -573,7 +573,7 @@ class OverflowTest(PerfTestCase):
             self.assertEqual(self.infoOf(s, 0)['ovfl_pmds'], '0x1')
             if seq[0] == 2:  # one as a pfarg_msg_t record
                 record = MSG.unpack(s.readMsg())
-                # msg_ovfl_pid holds the thread id, msg_ovfl_tid the process id (SPEC 2.4).
+                # msg_ovfl_pid holds the thread id, msg_ovfl_tid the process id (pfmfs(5), msg).
                 self.assertEqual(record[:5], (1, tid, 0, cpu, w.pid))
                 self.assertEqual(record[6:], (0x1, 0, 0, 0, 0))
                 ip = record[5]

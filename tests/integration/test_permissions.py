@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Who may do what (SPEC §2.1, §2.2, §2.3) with real users: sessions belong to
+# Who may do what (pfmfs(5), OWNERSHIP AND PERMISSIONS) with real users: sessions belong to
 # their creator, other users are refused everything inside them, loading on
 # another uid's thread, system mode and kernel-level counting need privileges
 # (or --system-group / --allow-kernel), pmu/sim/advance is root's (sim), and

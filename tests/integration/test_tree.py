@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# The shape of the mount (SPEC §2): version, pmu/ description files, the
+# The shape of the mount (pfmfs(5), THE TREE): version, pmu/ description files, the
 # listings of a session and a set, mkdir/rmdir of sessions and sets with
 # every errno, ENOENT, EPERM for new files, EACCES for read-only files, modes.
 import errno

@@ -69,7 +69,7 @@
 #include <perfmon/perfmon.h>
 #include <perfmon/pfmlib.h>
 
-/* The sim backend (SPEC section 4): rates per ns of target time under the
+/* The sim backend (pfmfs(5), "The sim PMU"): rates per ns of target time under the
  * manual clock, and the registers perfmon2 numbers them with. */
 #define SIM_INST_PER_NS 2          /* INSTRUCTION_RETIRED, fixed PMD16 */
 #define SIM_CYCLES_PER_NS 3        /* UNHALTED_CORE_CYCLES, fixed PMD17 */

@@ -270,7 +270,7 @@ static void check_dispatch(void)
 	/* One shared control for both fixed counters; the third field stays 0. */
 	CHECK_EQ_U64(pmc(FIXED_CTRL_PMC), FIXED_USR(0) | FIXED_PMI(0) | FIXED_USR(1) | FIXED_PMI(1));
 	CHECK_EQ_U64(pmc(0), llc_misses | SIM_PMC_USR | PMC_INT | PMC_EN);
-	/* Addresses as the SPEC's register map has them (pmu/desc). */
+	/* Addresses as pfmfs(5)'s register map has them (pmu/desc). */
 	CHECK_EQ_U64(outp.pfp_pmds[0].reg_addr, 0x309);	/* IA32_FIXED_CTR0 */
 	CHECK_EQ_U64(outp.pfp_pmds[1].reg_addr, 0x30a);	/* IA32_FIXED_CTR1 */
 	CHECK_EQ_U64(outp.pfp_pmds[2].reg_addr, 0xc1);	/* IA32_PMC0 */

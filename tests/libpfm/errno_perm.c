@@ -4,7 +4,7 @@
  * runs as root, who may do all of this). The driver runs this program as
  * root on a mount with allow_other; a child drops to an unprivileged uid and
  * checks that it may create and use its own context, but not:
- *   - load another user's thread (EPERM, SPEC 2.2),
+ *   - load another user's thread (EPERM, pfmfs(5) OWNERSHIP AND PERMISSIONS),
  *   - load a CPU system-wide (EPERM: not root, no --system-group),
  *   - set the OS (kernel) bit of a PMC (EPERM without --allow-kernel),
  * and that each refusal changed nothing (the context still counts exactly).

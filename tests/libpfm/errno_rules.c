@@ -1,6 +1,6 @@
 // pfmfs-test: backends=sim,x86
 /*
- * errno_rules.c: perfmon2's error rules (SPEC sections 2.2 and 5), each one
+ * errno_rules.c: perfmon2's error rules (pfmfs(5) ctl, docs/libpfm-compat.md), each one
  * checked as a program meets it, and after each failure the proof that it
  * changed nothing: the state is the same, the registers hold what they held,
  * and the context still counts exactly.

@@ -2,7 +2,7 @@
 /*
  * headers_c.c: the installed perfmon headers as a perfmon2 program sees them,
  * checked at compile time: the size and the offset of the fields of every
- * ABI structure (x86-64 layouts of libpfm 3.10 and SPEC section 5), the
+ * ABI structure (x86-64 layouts of libpfm 3.10, docs/libpfm-compat.md), the
  * constants, and the exact prototype of every call. The driver compiles it
  * (-c, -Wall -Wextra -Werror) as C99 and C11 (both -pedantic-errors) and as
  * GNU C11; headers_cxx.cpp includes this file to make the checks in C++.

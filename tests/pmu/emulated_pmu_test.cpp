@@ -1,4 +1,4 @@
-// Unit tests of the sim's MSR-level PMU model (SPEC §4) and of the driver
+// Unit tests of the sim's MSR-level PMU model (pfmfs(5), "The sim PMU") and of the driver
 // that programs it: what counts when, exact counts over target time, wraps,
 // GLOBAL_STATUS, interrupts and their exact instants, skid, faults.
 #include "pmu/sim/emulated_pmu.h"

@@ -1,4 +1,4 @@
-// Golden tests of event names as users write them into PMCs (SPEC §2.3):
+// Golden tests of event names as users write them into PMCs (pfmfs(5), sets/N/pmcK):
 // NAME[:u][:k] -> the PERFEVTSEL value, or the errno of the refusal.
 #include "pmu/event_name.h"
 
@@ -40,7 +40,7 @@ std::string longName(std::size_t n) { return std::string(n, 'A'); }
 
 const std::vector<Golden>& goldens() {
   static const std::vector<Golden> g = {
-      // The examples of the brief and SPEC.
+      // The forms of pfmfs(5), sets/N/pmcK: NAME[:u][:k], in either order.
       {"INSTRUCTION_RETIRED:u", 0, 0x100c0, 0},
       {"UNHALTED_CORE_CYCLES:u:k", 0, 0x3003c, 0},
       {"UNHALTED_CORE_CYCLES:k:u", 0, 0x3003c, 0},
@@ -103,7 +103,7 @@ const std::vector<Golden>& goldens() {
       // The fixed-counter control takes numbers only.
       {"INSTRUCTION_RETIRED", 16, 0, EINVAL},
       {"UNHALTED_CORE_CYCLES:u", 16, 0, EINVAL},
-      // A PMC the PMU does not list: EINVAL (SPEC §2.3; ENOENT is the fs
+      // A PMC the PMU does not list: EINVAL (pfmfs(5), sets/N/pmcK; ENOENT is the fs
       // layer's answer for a path that does not exist).
       {"INSTRUCTION_RETIRED", 4, 0, EINVAL},
       {"INSTRUCTION_RETIRED:u", 15, 0, EINVAL},

@@ -1,5 +1,5 @@
 // Unit tests of PMU descriptions: validate() on every shape the sim offers and
-// on tables with each kind of defect, the register mapping of SPEC §4, the
+// on tables with each kind of defect, the register mapping of pfmfs(5) ("The sim PMU"), the
 // lookups, and the shape limits.
 #include "pmu/pmu_description.h"
 

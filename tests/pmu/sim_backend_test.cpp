@@ -1,4 +1,4 @@
-// Unit tests of the sim backend (SPEC §4): shapes, attaching to threads and
+// Unit tests of the sim backend (pfmfs(5), "The sim PMU"): shapes, attaching to threads and
 // CPUs, the manual and the real clock, overflow reports and their skid,
 // hold(), gone(), and the sampling period the engine relies on without
 // interrupts.

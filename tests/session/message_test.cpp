@@ -1,5 +1,5 @@
 // Messages as users read them: the text lines of `messages`, the 64-byte
-// pfarg_msg_t records of `msg` (SPEC §2.4), and the bounded queue behind both
+// pfarg_msg_t records of `msg` (pfmfs(5), messages and msg), and the bounded queue behind both
 // (sequence numbers, capacity, lost count, order).
 #include "session/message.h"
 

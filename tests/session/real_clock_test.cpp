@@ -492,7 +492,7 @@ TEST(RealClock, SystemModeSwitchesOnWallTime) {
   ASSERT_OK(s->unload());
 }
 
-// SPEC §2.2: when a monitored thread exits the session becomes unloaded by
+// pfmfs(5), THREAD EXIT: when a monitored thread exits the session becomes unloaded by
 // itself, whatever it was doing. Here it was loaded and stopped.
 TEST(RealClock, ThreadExitUnloadsAStoppedSession) {
   SimEngine e(realConfig());

@@ -1,4 +1,4 @@
-// Inheritance (flags inherit, SPEC §3.4) in the engine over the sim backend
+// Inheritance (flags inherit, pfmfs(5) INHERITANCE) in the engine over the sim backend
 // under the manual clock: real processes and threads, created and ended by a
 // forked target in step with the test, counted exactly.
 //

@@ -1,5 +1,5 @@
 // Overflow processing by the session engine over the sim backend under the
-// manual clock (SPEC §3.3): notification, masking and restart with long
+// manual clock (pfmfs(5), OVERFLOWS): notification, masking and restart with long
 // resets, silent overflows with short resets, reset_pmds, no_msg, a full
 // message queue, random resets, overflow-based set switching, ovfl_pmds,
 // no_emul64, notify_block, 64-bit overflows at every width, and interrupt

@@ -1,4 +1,4 @@
-// The rules of the session engine as a user meets them (SPEC §2.1-§2.3):
+// The rules of the session engine as a user meets them (pfmfs(5), sessions/):
 // every ctl command's state requirements and errors, mode/flags/sets rules,
 // session names and limits, register validation, regs copying, and what
 // happens when a monitored thread exits. Every failure must change nothing and
@@ -627,7 +627,7 @@ TEST_F(SessionRules, FirstStartIsInTheLowestSet) {
 }
 
 TEST_F(SessionRules, FirstStartIsInTheLowestSetEvenAfterSetZeroWasReplaced) {
-  // SPEC §2.2: `start` with no N starts "the last active set (the lowest on
+  // pfmfs(5), ctl: `start` with no N starts "the last active set (the lowest on
   // first start)". Set 0 deleted, sets 5 then 2 created: the lowest is 2.
   ASSERT_TRUE(s().createSet(5).ok());
   ASSERT_TRUE(s().deleteSet(0).ok());

@@ -13,7 +13,7 @@ using namespace pfmcompat::pfmlib;
 
 namespace {
 
-// PERFEVTSEL bits the encoding sets (SPEC §4); the event code supplies the rest.
+// PERFEVTSEL bits the encoding sets (pfmfs(5), "The sim PMU"); the event code supplies the rest.
 constexpr std::uint64_t kEvtselUsr = 1ull << 16;  // count at user level (PLM3)
 constexpr std::uint64_t kEvtselOs = 1ull << 17;   // count at kernel level (PLM0)
 constexpr std::uint64_t kEvtselInt = 1ull << 20;  // interrupt on overflow
