@@ -1,0 +1,174 @@
+#include "pfmstat/options.h"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "pfmstat/errors.h"
+
+namespace pfmstat {
+namespace {
+
+enum LongOnly { kSwitchMs = 1000, kJson, kMount, kNoInherit };
+
+// Plain decimal in [lo, hi]: no sign, no blanks, no trailing text.
+std::uint64_t number(const std::string& text, const char* what, std::uint64_t lo, std::uint64_t hi) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError(fmt::format("{} '{}' is not a number", what, text));
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || v < lo || v > hi)
+    throw UsageError(fmt::format("{} '{}' is out of range ({}..{})", what, text, lo, hi));
+  return v;
+}
+
+std::vector<pid_t> idList(const std::string& text, const char* what) {
+  std::vector<pid_t> ids;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    ids.push_back(static_cast<pid_t>(number(item, what, 1, INT_MAX)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::vector<int> parseCpuList(const std::string& text, const char* what) {
+  std::set<int> cpus;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::size_t dash = item.find('-');
+    if (dash == std::string::npos) {
+      cpus.insert(static_cast<int>(number(item, what, 0, 65535)));
+    } else {
+      auto lo = number(item.substr(0, dash), what, 0, 65535);
+      auto hi = number(item.substr(dash + 1), what, 0, 65535);
+      if (lo > hi) throw UsageError(fmt::format("{} '{}': the range goes down", what, item));
+      for (auto c = lo; c <= hi; ++c) cpus.insert(static_cast<int>(c));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return {cpus.begin(), cpus.end()};
+}
+
+std::string usageText() {
+  return "usage: pfmstat [options] [--] COMMAND [ARGS...]\n"
+         "       pfmstat [options] -p PID[,PID...] | -t TID[,TID...] | -a | -C CPUS [-- COMMAND...]\n"
+         "Counts events on a pfmfs mount, as perf stat does (pfmstat(1)).\n"
+         "  -e, --event LIST       events: NAME[:u][:k] or rHEX, comma-separated; {A,B} is a group\n"
+         "                         that counts together (one event set); repeatable\n"
+         "      --switch-ms N      switch event sets every N ms of target time (default: the tick)\n"
+         "  -i, --no-inherit       count COMMAND's first thread only, not its children\n"
+         "  -p, --pid PIDS         attach to every thread of these processes\n"
+         "  -t, --tid TIDS         attach to these threads\n"
+         "  -a, --all-cpus         count every online cpu (system mode)\n"
+         "  -C, --cpu LIST         count these cpus (system mode): 0-3,5\n"
+         "  -I, --interval-print N print the counts of every N ms (at least 10)\n"
+         "  -x, --field-separator S  CSV: count,event,scaled,running_ns,enabled_ns,percent\n"
+         "      --json             one JSON object per line\n"
+         "  -r, --repeat N         run COMMAND N times; print the mean and its spread\n"
+         "  -o, --output FILE      write the results to FILE (default: stderr)\n"
+         "      --mount DIR        the pfmfs mount (default: $PFMFS_MOUNT, /run/pfmfs, the first one)\n"
+         "  -h, --help             this text\n"
+         "  -V, --version          pfmstat's version\n";
+}
+
+Options parseOptions(int argc, char** argv) {
+  static const option longs[] = {
+      {"event", required_argument, nullptr, 'e'},
+      {"switch-ms", required_argument, nullptr, kSwitchMs},
+      {"no-inherit", no_argument, nullptr, 'i'},
+      {"pid", required_argument, nullptr, 'p'},
+      {"tid", required_argument, nullptr, 't'},
+      {"all-cpus", no_argument, nullptr, 'a'},
+      {"cpu", required_argument, nullptr, 'C'},
+      {"interval-print", required_argument, nullptr, 'I'},
+      {"field-separator", required_argument, nullptr, 'x'},
+      {"json", no_argument, nullptr, kJson},
+      {"repeat", required_argument, nullptr, 'r'},
+      {"output", required_argument, nullptr, 'o'},
+      {"mount", required_argument, nullptr, kMount},
+      {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, 'V'},
+      {nullptr, 0, nullptr, 0},
+  };
+  Options o;
+  // "+": options end at the command's name, so `pfmstat -e X ls -l` works
+  // without `--`; ":" lets us word the errors ourselves.
+  optind = 0;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+:e:ip:t:aC:I:x:r:o:hV", longs, nullptr)) != -1) {
+    std::string arg = optarg ? optarg : "";
+    switch (c) {
+      case 'e':
+        if (arg.empty()) throw UsageError("-e needs an event list");
+        o.events.push_back(arg);
+        break;
+      case kSwitchMs: o.switch_ms = number(arg, "--switch-ms", 1, 3'600'000); break;
+      case 'i': o.inherit = false; break;
+      case 'p': {
+        auto ids = idList(arg, "-p");
+        o.pids.insert(o.pids.end(), ids.begin(), ids.end());
+        break;
+      }
+      case 't': {
+        auto ids = idList(arg, "-t");
+        o.tids.insert(o.tids.end(), ids.begin(), ids.end());
+        break;
+      }
+      case 'a': o.system = true; break;
+      case 'C':
+        o.system = true;
+        o.cpus = parseCpuList(arg, "-C");
+        break;
+      case 'I': o.interval_ms = number(arg, "-I", 10, 3'600'000); break;
+      case 'x':
+        if (arg.empty()) throw UsageError("-x needs a separator");
+        o.separator = arg;
+        break;
+      case kJson: o.json = true; break;
+      case 'r': o.repeat = static_cast<unsigned>(number(arg, "-r", 1, 100'000)); break;
+      case 'o':
+        if (arg.empty()) throw UsageError("-o needs a file name");
+        o.output = arg;
+        break;
+      case kMount:
+        if (arg.empty()) throw UsageError("--mount needs a directory");
+        o.mount = arg;
+        break;
+      case 'h': o.help = true; break;
+      case 'V': o.version = true; break;
+      case ':': throw UsageError(fmt::format("{} needs a value", argv[optind - 1]));
+      default:
+        if (optopt) throw UsageError(fmt::format("unknown option -{}", static_cast<char>(optopt)));
+        throw UsageError(fmt::format("unknown option {}", argv[optind - 1]));
+    }
+  }
+  for (int i = optind; i < argc; ++i) o.command.emplace_back(argv[i]);
+  if (o.help || o.version) return o;
+
+  bool threads = !o.pids.empty() || !o.tids.empty();
+  if (threads && o.system) throw UsageError("-p/-t count threads, -a/-C cpus: choose one");
+  if (!threads && !o.system && o.command.empty())
+    throw UsageError("nothing to count: give a command, -p, -t, -a or -C (pfmstat --help)");
+  if (o.repeat > 1 && o.command.empty()) throw UsageError("-r repeats a command: give one");
+  if (o.repeat > 1 && o.interval_ms) throw UsageError("-r and -I do not go together");
+  if (o.json && o.separator) throw UsageError("--json and -x do not go together");
+  if (o.system && !o.inherit) throw UsageError("--no-inherit is for threads; -a/-C count whole cpus");
+  return o;
+}
+
+}  // namespace pfmstat

@@ -1,0 +1,457 @@
+#include "pfmstat/run.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "pfmstat/errors.h"
+#include "pfmstat/event_plan.h"
+#include "pfmstat/mount_files.h"
+#include "pfmstat/pmu_table.h"
+#include "pfmstat/report.h"
+#include "pfmstat/results.h"
+#include "pfmstat/session.h"
+
+namespace pfmstat {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Sessions = std::vector<std::unique_ptr<Session>>;
+
+// The signals pfmstat waits for, blocked all the time and taken with
+// sigtimedwait: no handler runs in the middle of a write to the mount, and a
+// ^C during the setup is seen once the sessions exist (and are removed).
+sigset_t waitedSignals() {
+  sigset_t s;
+  sigemptyset(&s);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&s, sig);
+  return s;
+}
+
+struct Plan {
+  std::string mount;
+  PmuInfo info;
+  std::vector<SetPlan> sets;
+  std::uint64_t switch_ns = 0;
+  bool inherit = false;
+  ReportStyle style;
+};
+
+Plan makePlan(const Options& o) {
+  Plan p;
+  p.mount = findMount(o.mount);
+  p.info = parsePmuInfo(readFile(p.mount + "/pmu/info"));
+  auto table = parseEvents(readFile(p.mount + "/pmu/events"));
+  auto groups = o.events.empty() ? defaultEvents(table) : parseEventArgs(o.events);
+  p.sets = planSets(groups, p.info, table);
+  p.switch_ns = o.switch_ms ? *o.switch_ms * 1'000'000 : p.info.tick_ns;
+  p.inherit = o.inherit && !o.system;
+  if (p.inherit && !p.info.has("inherit")) {
+    std::fprintf(stderr, "pfmstat: the %s backend cannot follow children: counting the first thread only\n",
+                 p.info.backend.c_str());
+    p.inherit = false;
+  }
+  if (o.json) p.style.format = Format::Json;
+  if (o.separator) {
+    p.style.format = Format::Csv;
+    p.style.separator = *o.separator;
+  }
+  return p;
+}
+
+std::string sessionName(std::size_t index) { return fmt::format("pfmstat.{}.{}", ::getpid(), index); }
+
+std::vector<Snapshot> readAll(const Sessions& sessions) {
+  std::vector<Snapshot> out;
+  for (const auto& s : sessions) out.push_back(parseCounts(s->counts()));
+  return out;
+}
+
+bool unloaded(const Session& s) { return s.state().find(" target=- ") != std::string::npos; }
+
+int statusOf(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+  return kExitRun;
+}
+
+// The path execvp would run for `name`, searched in the parent: the child
+// must not run anything new between its release and its exec (below).
+std::string resolveCommand(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    std::size_t colon = dirs.find(':', start);
+    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string full = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st;
+    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(full.c_str(), X_OK) == 0) return full;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return {};
+}
+
+// A command, forked and stopped before its exec until release(): what is
+// loaded on it then counts from the command's first instruction, as perf
+// stat's enable_on_exec does. Between the SIGCONT and the exec the child
+// runs only code it ran before it stopped (prctl, execv, tried once on a
+// path that does not exist), so it takes no page fault in user mode there:
+// a count of page faults is the command's own (tests/integration/progs/
+// stop_exec.c does the same for test_perf).
+class Command {
+ public:
+  Command(const std::vector<std::string>& argv, const sigset_t& original_mask) : name_(argv[0]) {
+    std::string path = resolveCommand(argv[0]);
+    if (path.empty()) {
+      std::fprintf(stderr, "pfmstat: cannot run '%s': %s\n", name_.c_str(), std::strerror(ENOENT));
+      failed_status_ = 127;
+      return;
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    char none[] = "/nonexistent/pfmstat-warm-up";
+    int err[2];
+    if (::pipe2(err, O_CLOEXEC) != 0) throw RunError(fmt::format("pipe: {}", std::strerror(errno)));
+    pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) throw RunError(fmt::format("fork: {}", std::strerror(errno)));
+    if (pid_ == 0) {
+      ::close(err[0]);
+      ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      // Killed with pfmstat while it waits, so that it never runs uncounted.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(kExitRun);
+      ::execv(none, args.data());  // fails: execv's code is now mapped
+      ::raise(SIGSTOP);
+      ::prctl(PR_SET_PDEATHSIG, 0);  // the command outlives pfmstat, as under perf
+      ::execv(path.c_str(), args.data());
+      int e = errno;
+      (void)!::write(err[1], &e, sizeof e);
+      ::_exit(e == ENOENT ? 127 : 126);
+    }
+    ::close(err[1]);
+    err_ = err[0];
+    int st = 0;
+    while (::waitpid(pid_, &st, WUNTRACED) < 0 && errno == EINTR) {
+    }
+    if (!WIFSTOPPED(st)) {
+      reaped_ = true;
+      status_ = statusOf(st);
+      throw RunError(fmt::format("'{}' ended before it could run", name_));
+    }
+  }
+
+  // Nothing to run (not found): the status to exit with, else nullopt.
+  std::optional<int> notRun() const {
+    return failed_status_ ? std::optional<int>(failed_status_) : std::nullopt;
+  }
+
+  ~Command() {
+    if (err_ >= 0) ::close(err_);
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      int st;
+      ::waitpid(pid_, &st, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // Lets the command exec; false (and a line on stderr) when it could not.
+  bool release() {
+    ::kill(pid_, SIGCONT);
+    int e = 0;
+    ssize_t n;
+    do {
+      n = ::read(err_, &e, sizeof e);
+    } while (n < 0 && errno == EINTR);
+    ::close(err_);
+    err_ = -1;
+    if (n == static_cast<ssize_t>(sizeof e)) {
+      std::fprintf(stderr, "pfmstat: cannot run '%s': %s\n", name_.c_str(), std::strerror(e));
+      return false;
+    }
+    return true;
+  }
+
+  // The exit status once it has ended, without waiting.
+  std::optional<int> poll() {
+    int st;
+    if (reaped_) return status_;
+    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+      reaped_ = true;
+      status_ = statusOf(st);
+      return status_;
+    }
+    return std::nullopt;
+  }
+
+  // Waits for the end; the exit status.
+  int waitEnd() {
+    while (!poll()) {
+      int st;
+      if (::waitpid(pid_, &st, 0) == pid_) {
+        reaped_ = true;
+        status_ = statusOf(st);
+      }
+    }
+    return status_;
+  }
+
+  void signal(int sig) {
+    if (!reaped_) ::kill(pid_, sig);
+  }
+
+ private:
+  std::string name_;
+  pid_t pid_ = -1;
+  int err_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+  int failed_status_ = 0;
+};
+
+// Waits for the end of a measurement: the command's exit (when there is
+// one), a signal, or (attach mode) every session unloaded by its target's
+// exit; prints intervals meanwhile. Returns the command's status, or 0.
+struct Waiter {
+  const Options& o;
+  const Plan& plan;
+  std::FILE* out;
+  Sessions& sessions;
+  Command* command = nullptr;
+  bool stop_when_targets_gone = false;
+
+  int wait(Clock::time_point start) {
+    sigset_t mask = waitedSignals();
+    std::vector<Snapshot> before(sessions.size());
+    auto interval = std::chrono::milliseconds(o.interval_ms);
+    auto next = start + interval;
+    bool first = true;
+    int status = 0;
+    while (true) {
+      if (command) {
+        if (auto st = command->poll()) {
+          status = *st;
+          break;
+        }
+      }
+      auto now = Clock::now();
+      if (o.interval_ms && now >= next) {
+        auto snap = readAll(sessions);
+        std::fputs(intervalReport(plan.style, seconds(next - start), results(plan.sets, snap, &before), first).c_str(),
+                   out);
+        std::fflush(out);
+        first = false;
+        before = std::move(snap);
+        next += interval;
+        continue;
+      }
+      if (stop_when_targets_gone && allUnloaded()) break;
+      // At most 100 ms between looks at the sessions (a target's exit has no signal).
+      auto wake = now + std::chrono::milliseconds(100);
+      if (o.interval_ms && next < wake) wake = next;
+      if (command && !stop_when_targets_gone) wake = o.interval_ms ? next : now + std::chrono::seconds(1);
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
+      timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+      siginfo_t info;
+      int sig = ::sigtimedwait(&mask, &info, &ts);
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        if (!command) break;
+        // Sent to pfmstat alone (kill): passed on, as the command would
+        // have had it from the terminal, which sends it to both (si_code
+        // SI_KERNEL: not passed again).
+        if (info.si_code <= 0) command->signal(sig);
+        continue;
+      }
+    }
+    if (o.interval_ms) {
+      // The last piece, so that the intervals add up to the whole.
+      auto snap = readAll(sessions);
+      auto r = results(plan.sets, snap, &before);
+      std::fputs(intervalReport(plan.style, seconds(Clock::now() - start), r, first).c_str(), out);
+    }
+    return status;
+  }
+
+  bool allUnloaded() const {
+    for (const auto& s : sessions)
+      if (!unloaded(*s)) return false;
+    return true;
+  }
+
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+};
+
+// After the command: children followed with inherit are merged when the
+// daemon hears of their exits; wait for the session to unload itself (the
+// last one gone), a little, so their counts are in.
+void settle(const Session& s, const Plan& plan) {
+  if (!plan.inherit) return;
+  auto deadline = Clock::now() + std::chrono::milliseconds(500) + std::chrono::nanoseconds(4 * plan.info.tick_ns);
+  while (!unloaded(s) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+struct Measurement {
+  std::vector<EventResult> results;
+  double elapsed_s = 0;
+  int status = 0;
+  bool ran = true;
+};
+
+// One run of the command, counted from its first instruction.
+Measurement countCommand(const Options& o, const Plan& plan, std::FILE* out, const sigset_t& original_mask,
+                         std::size_t run_index) {
+  Measurement m;
+  Command command(o.command, original_mask);
+  if (auto st = command.notRun()) {
+    m.ran = false;
+    m.status = *st;
+    return m;
+  }
+  Sessions sessions;
+  sessions.push_back(std::make_unique<Session>(plan.mount, sessionName(run_index), plan.sets, plan.switch_ns, false,
+                                               plan.inherit));
+  sessions[0]->attach(Target{false, command.pid()});
+  auto start = Clock::now();
+  if (!command.release()) {
+    m.ran = false;
+    m.status = command.waitEnd();
+    return m;
+  }
+  Waiter waiter{o, plan, out, sessions, &command, false};
+  m.status = waiter.wait(start);
+  m.elapsed_s = Waiter::seconds(Clock::now() - start);
+  settle(*sessions[0], plan);
+  sessions[0]->stop();
+  m.results = results(plan.sets, readAll(sessions));
+  return m;
+}
+
+std::vector<pid_t> threadsOf(pid_t pid) {
+  std::vector<pid_t> tids;
+  DIR* d = ::opendir(fmt::format("/proc/{}/task", pid).c_str());
+  if (!d) throw UsageError(fmt::format("-p {}: no such process", pid));
+  while (dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+  ::closedir(d);
+  return tids;
+}
+
+std::vector<int> onlineCpus() {
+  std::string text = readFile("/sys/devices/system/cpu/online");
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return parseCpuList(text, "/sys/devices/system/cpu/online");
+}
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+template <typename T>
+std::string idText(const std::vector<T>& ids) {
+  std::string s;
+  for (auto id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
+}
+
+// -p, -t, -a, -C: sessions attached to what runs already, until a signal,
+// the optional command's end, or (threads) every target's exit.
+int countAttached(const Options& o, const Plan& plan, std::FILE* out, const sigset_t& original_mask) {
+  std::vector<Target> targets;
+  std::string what;
+  if (o.system) {
+    auto cpus = o.cpus.empty() ? onlineCpus() : o.cpus;
+    for (int c : cpus) targets.push_back(Target{true, c});
+    what = o.cpus.empty() ? "'system wide'" : fmt::format("'CPU(s) {}'", idText(cpus));
+  } else {
+    for (pid_t p : o.pids)
+      for (pid_t t : threadsOf(p)) targets.push_back(Target{false, t});
+    for (pid_t t : o.tids) targets.push_back(Target{false, t});
+    what = !o.pids.empty() ? fmt::format("process id '{}'", idText(o.pids)) : "";
+    if (!o.tids.empty()) what += (what.empty() ? "" : " and ") + fmt::format("thread id '{}'", idText(o.tids));
+  }
+  Sessions sessions;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    sessions.push_back(
+        std::make_unique<Session>(plan.mount, sessionName(i), plan.sets, plan.switch_ns, o.system, plan.inherit));
+    sessions.back()->attach(targets[i]);
+  }
+  auto start = Clock::now();
+  std::unique_ptr<Command> command;
+  if (!o.command.empty()) {
+    command = std::make_unique<Command>(o.command, original_mask);
+    if (auto st = command->notRun()) return *st;
+    if (!command->release()) return command->waitEnd();
+  }
+  Waiter waiter{o, plan, out, sessions, command.get(), !o.system && !command};
+  int status = waiter.wait(start);
+  double elapsed = Waiter::seconds(Clock::now() - start);
+  for (auto& s : sessions) s->stop();
+  if (!o.interval_ms) {
+    std::vector<Summary> summaries;
+    for (auto& r : results(plan.sets, readAll(sessions))) summaries.push_back(Summary{std::move(r), 0});
+    std::fputs(finalReport(plan.style, what, summaries, 1, elapsed, 0, status).c_str(), out);
+  }
+  return status;
+}
+
+}  // namespace
+
+int run(const Options& o, std::FILE* out) {
+  sigset_t mask = waitedSignals(), original;
+  ::sigprocmask(SIG_BLOCK, &mask, &original);
+  try {
+    Plan plan = makePlan(o);
+    if (!o.pids.empty() || !o.tids.empty() || o.system) return countAttached(o, plan, out, original);
+
+    std::vector<std::vector<EventResult>> runs;
+    std::vector<double> elapsed;
+    int status = 0;
+    for (unsigned i = 0; i < o.repeat; ++i) {
+      Measurement m = countCommand(o, plan, out, original, i);
+      status = m.status;
+      if (!m.ran) return status;
+      runs.push_back(std::move(m.results));
+      elapsed.push_back(m.elapsed_s);
+      // A command killed by ^C ends the repeats, as in perf.
+      if (status == 128 + SIGINT) break;
+    }
+    if (!o.interval_ms) {
+      auto [mean, spread] = meanAndSpread(elapsed);
+      std::string what = "'" + joined(o.command, " ") + "'";
+      std::fputs(finalReport(plan.style, what, summarize(runs), static_cast<unsigned>(runs.size()), mean, spread,
+                             status)
+                     .c_str(),
+                 out);
+    }
+    return status;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "pfmstat: %s\n", e.what());
+    return kExitUsage;
+  } catch (const RunError& e) {
+    std::fprintf(stderr, "pfmstat: %s\n", e.what());
+    return kExitRun;
+  }
+}
+
+}  // namespace pfmstat
