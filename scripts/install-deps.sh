@@ -14,6 +14,7 @@ packages=(
   linux-perf
   clang libclang-rt-14-dev
   lowdown man-db groff-base  # man pages from docs/*.md (docs/meson.build), checked by tests/docs
+  gnuplot-nox  # docs/examples/multiplex-study.sh draws its PNGs with it (test_multiplex_study.py)
 )
 
 missing=()
