@@ -13,6 +13,9 @@ packages=(
   passwd util-linux procps
   linux-perf
   clang libclang-rt-14-dev
+  # Building, checking and installing the Debian packages of debian/
+  # (tests/packaging): dpkg-buildpackage, dh and its DKMS add-on, lintian.
+  dpkg-dev debhelper dh-dkms fakeroot lintian dkms
   lowdown man-db groff-base  # man pages from docs/*.md (docs/meson.build), checked by tests/docs
   gnuplot-nox  # docs/examples/multiplex-study.sh draws its PNGs with it (test_multiplex_study.py)
 )

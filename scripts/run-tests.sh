@@ -42,7 +42,7 @@ setup build
 run build --benchmark --verbose
 mkdir -p build/summary
 cp build/meson-logs/testlog.json build/summary/benchmarks.json 2>/dev/null || rm -f build/summary/benchmarks.json
-run build --suite unit --suite integration --suite libpfm --suite papi --suite vm
+run build --suite unit --suite integration --suite libpfm --suite papi --suite vm --suite packaging
 
 # The integration tests mount this build's pfmfsd, so the daemon itself runs
 # under ASan/UBSan here, with every mount test driving it.
