@@ -18,6 +18,7 @@ packages=(
   dpkg-dev debhelper dh-dkms fakeroot lintian dkms
   lowdown man-db groff-base  # man pages from docs/*.md (docs/meson.build), checked by tests/docs
   gnuplot-nox  # docs/examples/multiplex-study.sh draws its PNGs with it (test_multiplex_study.py)
+  systemd  # systemd-analyze verify of pfmfsd.service (test mount-command); where systemd is not init it starts nothing
 )
 
 missing=()
