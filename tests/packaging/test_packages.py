@@ -306,7 +306,8 @@ def perfmon2_program(work, multiarch):
 
 def check_purged(name, version):
     left = [p for p in (f'/usr/src/{name}-{version}', f'/var/lib/dkms/{name}', '/usr/sbin/pfmfsd',
-                        '/usr/include/perfmon/perfmon.h') if os.path.lexists(p)]
+                        '/usr/include/perfmon/perfmon.h',
+                        '/etc/systemd/system/multi-user.target.wants/pfmfsd.service') if os.path.lexists(p)]
     left += run(f'ls /lib/modules/*/updates/dkms/pfmfs_helper.ko* 2>/dev/null', check=False, quiet=True).split()
     if left:
         raise Failure(f'left after the purge: {left}')
