@@ -5,7 +5,7 @@
 # that all count the same events and hand over round-robin; the scaled
 # estimate of every set (value x enabled_ns / running_ns, from `counts`) is
 # sampled at regular points and set against the true count, then drawn with
-# gnuplot: one PNG per backend, one panel per switch period.
+# gnuplot: one PNG per backend, a row of two panels per switch period.
 #
 # Where the truth comes from:
 #  - sim (--sim-clock=manual only): it is arithmetic. The script drives the
@@ -45,8 +45,9 @@
 #                          (= t_ns on the sim), the truth of each event, then
 #                          value, running_ns and scaled of each event in each
 #                          set ('-' while a set has not run, as in `counts`)
-#   multiplex-study-B.png  the first event's estimate in every set against
-#                          its truth, over time, one panel per switch period
+#   multiplex-study-B.png  per switch period, the first event's estimate in
+#                          every set against its truth over time (left) and
+#                          each estimate's error in % of the truth (right)
 # and on stdout a table: per switch period, event and set, the estimate and
 # the truth at the end, the error, and the worst error over the second half
 # of the run (a set's first turns say more about how little it has seen than
