@@ -336,6 +336,9 @@ def main():
               '(apt-get purge libpfm4-dev first)', file=sys.stderr)
         return 1
 
+    # dkms makes a module-signing key at its first build: one this test
+    # made goes with the packages.
+    dkms_keys = [k for k in ('/var/lib/dkms/mok.key', '/var/lib/dkms/mok.pub') if not os.path.exists(k)]
     name, version = dkms_conf()
     multiarch = run(['dpkg-architecture', '-qDEB_HOST_MULTIARCH'], quiet=True).strip()
     work = tempfile.mkdtemp(prefix='pfmfs-packaging.')
@@ -366,7 +369,14 @@ def main():
                 purge(PACKAGES)
                 # Whatever apt pulled in for them (none where install-deps ran).
                 purge(sorted(installed_packages() - before))
+                for k in dkms_keys:
+                    if os.path.exists(k):
+                        os.unlink(k)
                 os.unlink(MARKER)
+                try:
+                    os.rmdir(os.path.dirname(MARKER))
+                except OSError:
+                    pass  # not empty: other tests' files
                 check_purged(name, version)
             except (Failure, subprocess.TimeoutExpired) as e:
                 print(f'FAIL: {e}', file=sys.stderr)
