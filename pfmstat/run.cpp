@@ -228,86 +228,96 @@ class Command {
   int failed_status_ = 0;
 };
 
+// After the command: children followed with inherit are merged when the
+// daemon hears of their exits; wait for the session to unload itself (the
+// last one gone), for a while, so that their counts are in. Children that
+// outlive the command (daemons it started) are not waited for.
+void settle(const Session& s, const Plan& plan) {
+  if (!plan.inherit) return;
+  auto deadline = Clock::now() + std::chrono::seconds(2) + std::chrono::nanoseconds(4 * plan.info.tick_ns);
+  while (!unloaded(s) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 // Waits for the end of a measurement: the command's exit (when there is
 // one), a signal, or (attach mode) every session unloaded by its target's
-// exit; prints intervals meanwhile. Returns the command's status, or 0.
-struct Waiter {
-  const Options& o;
-  const Plan& plan;
-  std::FILE* out;
-  Sessions& sessions;
-  Command* command = nullptr;
-  bool stop_when_targets_gone = false;
+// exit; prints intervals meanwhile.
+class Waiter {
+ public:
+  Waiter(const Options& o, const Plan& plan, std::FILE* out, Sessions& sessions, Command* command,
+         bool stop_when_targets_gone)
+      : o_(o), plan_(plan), out_(out), sessions_(sessions), command_(command),
+        stop_when_targets_gone_(stop_when_targets_gone), before_(sessions.size()) {}
 
-  int wait(Clock::time_point start) {
+  // Returns the command's status, or 0 without one.
+  int wait() {
     sigset_t mask = waitedSignals();
-    std::vector<Snapshot> before(sessions.size());
-    auto interval = std::chrono::milliseconds(o.interval_ms);
-    auto next = start + interval;
-    bool first = true;
-    int status = 0;
+    auto interval = std::chrono::milliseconds(o_.interval_ms);
+    auto next = start_ + interval;
     while (true) {
-      if (command) {
-        if (auto st = command->poll()) {
-          status = *st;
-          break;
-        }
+      if (command_) {
+        if (auto st = command_->poll()) return *st;
       }
       auto now = Clock::now();
-      if (o.interval_ms && now >= next) {
-        auto snap = readAll(sessions);
-        std::fputs(intervalReport(plan.style, seconds(next - start), results(plan.sets, snap, &before), first).c_str(),
-                   out);
-        std::fflush(out);
-        first = false;
-        before = std::move(snap);
+      if (o_.interval_ms && now >= next) {
+        printInterval(next);
         next += interval;
         continue;
       }
-      if (stop_when_targets_gone && allUnloaded()) break;
-      // At most 100 ms between looks at the sessions (a target's exit has no signal).
-      auto wake = now + std::chrono::milliseconds(100);
-      if (o.interval_ms && next < wake) wake = next;
-      if (command && !stop_when_targets_gone) wake = o.interval_ms ? next : now + std::chrono::seconds(1);
+      if (stop_when_targets_gone_ && allUnloaded()) return 0;
+      // A command's end comes as SIGCHLD; a target thread's exit has no
+      // signal: the sessions are looked at every 100 ms.
+      auto wake = now + (command_ && !stop_when_targets_gone_ ? std::chrono::milliseconds(1000)
+                                                              : std::chrono::milliseconds(100));
+      if (o_.interval_ms && next < wake) wake = next;
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
       timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
       siginfo_t info;
       int sig = ::sigtimedwait(&mask, &info, &ts);
       if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-        if (!command) break;
+        if (!command_) return 0;
         // Sent to pfmstat alone (kill): passed on, as the command would
         // have had it from the terminal, which sends it to both (si_code
         // SI_KERNEL: not passed again).
-        if (info.si_code <= 0) command->signal(sig);
-        continue;
+        if (info.si_code <= 0) command_->signal(sig);
       }
     }
-    if (o.interval_ms) {
-      // The last piece, so that the intervals add up to the whole.
-      auto snap = readAll(sessions);
-      auto r = results(plan.sets, snap, &before);
-      std::fputs(intervalReport(plan.style, seconds(Clock::now() - start), r, first).c_str(), out);
-    }
-    return status;
+  }
+
+  // With -I, the last piece, so that the intervals add up to the whole.
+  void finish() {
+    if (o_.interval_ms) printInterval(Clock::now());
+  }
+
+  double elapsed() const { return seconds(Clock::now() - start_); }
+
+ private:
+  void printInterval(Clock::time_point at) {
+    auto snap = readAll(sessions_);
+    std::fputs(intervalReport(plan_.style, seconds(at - start_), results(plan_.sets, snap, &before_), first_).c_str(),
+               out_);
+    std::fflush(out_);
+    first_ = false;
+    before_ = std::move(snap);
   }
 
   bool allUnloaded() const {
-    for (const auto& s : sessions)
+    for (const auto& s : sessions_)
       if (!unloaded(*s)) return false;
     return true;
   }
 
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-};
 
-// After the command: children followed with inherit are merged when the
-// daemon hears of their exits; wait for the session to unload itself (the
-// last one gone), a little, so their counts are in.
-void settle(const Session& s, const Plan& plan) {
-  if (!plan.inherit) return;
-  auto deadline = Clock::now() + std::chrono::milliseconds(500) + std::chrono::nanoseconds(4 * plan.info.tick_ns);
-  while (!unloaded(s) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
+  const Options& o_;
+  const Plan& plan_;
+  std::FILE* out_;
+  Sessions& sessions_;
+  Command* command_;
+  bool stop_when_targets_gone_;
+  Clock::time_point start_ = Clock::now();
+  std::vector<Snapshot> before_;
+  bool first_ = true;
+};
 
 struct Measurement {
   std::vector<EventResult> results;
@@ -330,16 +340,16 @@ Measurement countCommand(const Options& o, const Plan& plan, std::FILE* out, con
   sessions.push_back(std::make_unique<Session>(plan.mount, sessionName(run_index), plan.sets, plan.switch_ns, false,
                                                plan.inherit));
   sessions[0]->attach(Target{false, command.pid()});
-  auto start = Clock::now();
+  Waiter waiter(o, plan, out, sessions, &command, false);
   if (!command.release()) {
     m.ran = false;
     m.status = command.waitEnd();
     return m;
   }
-  Waiter waiter{o, plan, out, sessions, &command, false};
-  m.status = waiter.wait(start);
-  m.elapsed_s = Waiter::seconds(Clock::now() - start);
+  m.status = waiter.wait();
+  m.elapsed_s = waiter.elapsed();
   settle(*sessions[0], plan);
+  waiter.finish();
   sessions[0]->stop();
   m.results = results(plan.sets, readAll(sessions));
   return m;
@@ -396,16 +406,16 @@ int countAttached(const Options& o, const Plan& plan, std::FILE* out, const sigs
         std::make_unique<Session>(plan.mount, sessionName(i), plan.sets, plan.switch_ns, o.system, plan.inherit));
     sessions.back()->attach(targets[i]);
   }
-  auto start = Clock::now();
   std::unique_ptr<Command> command;
   if (!o.command.empty()) {
     command = std::make_unique<Command>(o.command, original_mask);
     if (auto st = command->notRun()) return *st;
-    if (!command->release()) return command->waitEnd();
   }
-  Waiter waiter{o, plan, out, sessions, command.get(), !o.system && !command};
-  int status = waiter.wait(start);
-  double elapsed = Waiter::seconds(Clock::now() - start);
+  Waiter waiter(o, plan, out, sessions, command.get(), !o.system && !command);
+  if (command && !command->release()) return command->waitEnd();
+  int status = waiter.wait();
+  double elapsed = waiter.elapsed();
+  waiter.finish();
   for (auto& s : sessions) s->stop();
   if (!o.interval_ms) {
     std::vector<Summary> summaries;
