@@ -9,10 +9,12 @@ page's author only keeps the shape docs/CONTRIBUTING.md describes:
 - Before lowdown: HTML comments go; the title line `# NAME(S) — SOURCE`
   becomes .TH's fields and its `##` sections become .SH (`###` .SS);
   a link becomes its text, followed by its target in parentheses
-  where the text does not already say it ("docs/backends.md" reads the
-  same in a terminal). A guide (a title without `(S)`, like
-  docs/libpfm-compat.md) gets NAME from its title, `# NAME: WHAT`,
-  with --name and --section saying the page's name.
+  where the text does not already say it (a man page name like pfmfs(5)
+  says enough; a relative target is written from the repository's top,
+  "docs/backends.md", as a terminal reader has no page to be relative
+  to). A guide (a title without `(S)`, like docs/libpfm-compat.md) gets
+  NAME from its title, `# NAME: WHAT`, with --name and --section saying
+  the page's name.
 - After lowdown: the NAME line's dash is `\\-`, the form whatis and
   lexgrog(1) read; tbl(1) tables get column widths that fit an 80-column
   terminal (lowdown leaves text columns at tbl's default, a fixed share of
@@ -21,6 +23,7 @@ page's author only keeps the shape docs/CONTRIBUTING.md describes:
   (GitHub's way to put a pipe in a cell) loses its backslash.
 """
 import argparse
+import posixpath
 import re
 import subprocess
 import sys
@@ -28,6 +31,8 @@ import sys
 TITLE_RE = re.compile(r'^#\s+([A-Za-z0-9_.+-]+)\((\w+)\)\s+[—-]+\s+(.+?)\s*$')
 GUIDE_TITLE_RE = re.compile(r'^#\s+([^:]+):\s*(.+?)\s*$')
 LINK_RE = re.compile(r'(?<!!)\[([^\]\n]+)\]\(([^)\s]+)\)')
+MAN_REF_RE = re.compile(r'^[\w.+-]+\(\d\w*\)$')
+DOCS_DIR = 'docs'  # where the pages are, for their relative links
 
 # What fits an 80-column terminal (MANWIDTH=80, lintian's width): man's line
 # is 78 columns, 7 of them the section indent.
@@ -60,9 +65,17 @@ def outside_code(lines):
 
 
 def link_text(m):
+    """A link as a terminal reader can follow it: its text, then where it
+    points unless the text says it already. A page of docs/ points at
+    others relative to docs/, which a man page reader does not have: the
+    target is written from the repository's top."""
     text, target = m.group(1), m.group(2)
     plain = text.strip('`')
-    if plain == target or target.endswith(plain) or target.startswith('#'):
+    if target.startswith('#') or MAN_REF_RE.match(plain):
+        return text  # a section of this page, or "pfmfs(5)"
+    if not re.match(r'^[a-z]+:', target):
+        target = posixpath.normpath(posixpath.join(DOCS_DIR, target.split('#')[0]))
+    if plain == target or plain.endswith(target) or target.endswith(plain):
         return text
     return f'{text} ({target})'
 
