@@ -114,10 +114,13 @@ def copy_tree(work):
     untracked-but-not-ignored files: build directories and module objects
     left out), or, outside a git checkout, everything but build*/."""
     tarball = os.path.join(work, 'src.tar')
-    if os.path.isdir(os.path.join(REPO, '.git')) and shutil.which('git'):
-        out = subprocess.run(['git', '-C', REPO, 'ls-files', '-z', '-co', '--exclude-standard'],
-                             check=True, stdout=subprocess.PIPE).stdout.decode()
-        files = [f for f in out.split('\0') if f and os.path.lexists(os.path.join(REPO, f))]
+    listed = None
+    if os.path.exists(os.path.join(REPO, '.git')) and shutil.which('git'):
+        # Fails where git refuses the checkout (another user's: safe.directory).
+        listed = subprocess.run(['git', '-C', REPO, 'ls-files', '-z', '-co', '--exclude-standard'],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if listed is not None and listed.returncode == 0:
+        files = [f for f in listed.stdout.decode().split('\0') if f and os.path.lexists(os.path.join(REPO, f))]
         subprocess.run(['tar', '-C', REPO, '--null', '-T', '-', '-cf', tarball],
                        input='\0'.join(files).encode(), check=True)
     else:
@@ -360,7 +363,7 @@ def main():
         check_dkms(name, version)
         quickstart()
         perfmon2_program(work, multiarch)
-    except (Failure, subprocess.TimeoutExpired) as e:
+    except (Failure, subprocess.TimeoutExpired, subprocess.CalledProcessError, OSError) as e:
         print(f'FAIL: {e}', file=sys.stderr)
         status = 1
     finally:
