@@ -208,6 +208,22 @@ class MountCommandTest(MountDirTestCase):
                 self.assertIsNone(mountLine(self.mnt))
                 self.assertEqual(daemonsOn(self.mnt), [])
 
+    def test_drop_privileges_is_refused(self):
+        """With drop_privileges mount.fuse3 mounts by itself, without
+        pfmfsd's default_permissions, and hands pfmfsd /dev/fd/N: pfmfsd
+        refuses it with the reason; mount.fuse3's own mount stays, dead,
+        for umount."""
+        status, out, err = self.run_(['mount', '-t', 'fuse.pfmfsd', 'pfmfs', self.mnt, '-o',
+                                      'allow_other,pmu=sim,drop_privileges'])
+        self.assertEqual(status, 2)
+        self.assertRegex(err, r'^pfmfsd: mount point /dev/fd/\d+: a FUSE descriptor mounted by someone else '
+                              r"\(mount.fuse3's drop_privileges\) is not supported: pfmfsd mounts itself\n$")
+        self.assertEqual(daemonsOn(self.mnt), [])
+        fields = mountLine(self.mnt)
+        if fields is not None:
+            self.assertEqual(fields[2], 'fuse.pfmfsd')  # mount.fuse3's, not pfmfsd's (fuse.pfmfs)
+            self.assertEqual(self.run_(['umount', self.mnt])[0], 0)
+
 
 def unitEntries(path):
     """A unit file as [(section, key, value)], in order (keys repeat)."""
