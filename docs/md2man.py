@@ -23,10 +23,12 @@ page's author only keeps the shape docs/CONTRIBUTING.md describes:
   (GitHub's way to put a pipe in a cell) loses its backslash.
 """
 import argparse
+import os
 import posixpath
 import re
 import subprocess
 import sys
+import time
 
 TITLE_RE = re.compile(r'^#\s+([A-Za-z0-9_.+-]+)\((\w+)\)\s+[—-]+\s+(.+?)\s*$')
 GUIDE_TITLE_RE = re.compile(r'^#\s+([^:]+):\s*(.+?)\s*$')
@@ -227,6 +229,11 @@ def main():
     cmd = [args.lowdown, '-s', '-tman', '--parse-no-metadata', '--parse-no-intraemph',
            '--parse-no-super', '--parse-no-deflists', '--parse-no-ext-attrs',
            '-M', 'shiftheadinglevelby: -1']
+    # .TH's date: the release's when a package build gives one (Debian sets
+    # SOURCE_DATE_EPOCH), else none, so that a page is the same at every build.
+    epoch = os.environ.get('SOURCE_DATE_EPOCH', '')
+    if epoch.isdigit():
+        meta['date'] = time.strftime('%Y-%m-%d', time.gmtime(int(epoch)))
     for key, value in meta.items():
         cmd += ['-M', f'{key}: {value}']
     out = subprocess.run(cmd, input=markdown, capture_output=True, text=True)
