@@ -16,7 +16,8 @@ page's author only keeps the shape docs/CONTRIBUTING.md describes:
   NAME from its title, `# NAME: WHAT`, with --name and --section saying
   the page's name.
 - After lowdown: the NAME line's dash is `\\-`, the form whatis and
-  lexgrog(1) read; tbl(1) tables get column widths that fit an 80-column
+  lexgrog(1) read; a page with tables asks for tbl(1) on its first
+  line (`'\\" t`); the tables get column widths that fit an 80-column
   terminal (lowdown leaves text columns at tbl's default, a fixed share of
   the line, which wraps a long column a word per line), ragged right so
   that narrow cells are not stretched, and `\\|` inside code in a cell
@@ -207,6 +208,10 @@ def fix_table(block):
 
 
 def postprocess(roff):
+    if re.search(r'^\.TS$', roff, flags=re.M):
+        # The tbl preprocessor line, first: man runs tbl for a page that asks,
+        # also where it would not by default (lintian's MANROFFSEQ='').
+        roff = "'\\\" t\n" + roff
     roff = re.sub(r'^(\.SH\nNAME\n\.LP\n[^\n]*?) - ', r'\1 \\- ', roff, count=1, flags=re.M)
     return re.sub(r'^\.TS\n.*?^\.TE$', lambda m: fix_table(m.group(0)), roff,
                   flags=re.S | re.M)

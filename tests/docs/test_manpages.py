@@ -65,6 +65,17 @@ class ManPageTest(unittest.TestCase):
                 self.assertTrue(th.startswith(f'.TH "{name.upper()}" "{section}" '), th)
                 self.assertIn('"pfmfs ', th)
 
+    def test_tables_ask_for_tbl(self):
+        # Without '\" t first, man does not run tbl where its default
+        # preprocessors are off (lintian's MANROFFSEQ=''): the tables would
+        # print as their source and the check above would not see them.
+        for page in ARGS.pages:
+            with self.subTest(page=os.path.basename(page)):
+                with open(page, encoding='utf-8') as f:
+                    text = f.read()
+                if re.search(r'^\.TS$', text, flags=re.M):
+                    self.assertTrue(text.startswith("'\\\" t\n"), text[:40])
+
     def test_meson_install_puts_pages_where_man_finds_them(self):
         with tempfile.TemporaryDirectory() as destdir:
             out = run([ARGS.meson, 'install', '-C', ARGS.build_dir, '--no-rebuild',
