@@ -146,7 +146,7 @@ def column_widths(cells, ncols):
     table layout). Words too long for their share of the line get break
     points in CELLS."""
     room = TABLE_WIDTH - COLUMN_GAP * (ncols - 1) - BOX_EDGES
-    share = max(12, room // ncols)
+    share = max(16, room // ncols)
     longest = [1] * ncols
     word = [1] * ncols
     for row in cells:
