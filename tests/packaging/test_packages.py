@@ -26,8 +26,10 @@ Needs root (it installs packages) and the tools of scripts/install-deps.sh;
 exits 77 (skip) without them, and fails instead under CI=true. While the
 packages are installed a libpfm.so.3 and <perfmon/*.h> are in system paths,
 so meson runs this test alone (is_parallel: false, suite packaging).
-If a run is killed between install and purge, the next run purges what it
-left (a marker file records it).
+dpkg and apt-get run in sessions of their own, so that a kill never stops
+them halfway; if the test dies with the packages installed (meson's timeout
+SIGKILLs it), a janitor process started before the install purges them, and
+failing that the next run does (a marker file records the install).
 """
 
 import os
@@ -57,16 +59,26 @@ class Failure(Exception):
     pass
 
 
-def run(cmd, check=True, env=None, cwd=None, timeout=900, quiet=False):
-    """Runs cmd; returns its output (stdout and stderr together)."""
+def run(cmd, check=True, env=None, cwd=None, timeout=900, quiet=False, detached=False):
+    """Runs cmd; returns its output (stdout and stderr together).
+    detached: dpkg and apt-get run in a session of their own and are never
+    killed, so that neither meson's kill of the test's process group nor an
+    exception here leaves a package half installed or half removed."""
     shown = cmd if isinstance(cmd, str) else ' '.join(cmd)
     if not quiet:
         log(f'$ {shown}')
-    p = subprocess.run(cmd, shell=isinstance(cmd, str), cwd=cwd, env=env, timeout=timeout,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors='replace')
-    if check and p.returncode != 0:
-        raise Failure(f'{shown}: exit status {p.returncode}\n{tail(p.stdout, 40)}')
-    return p.stdout
+    if detached:
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors='replace')
+        out, _ = p.communicate(timeout=timeout)  # on any exception p runs on
+        returncode = p.returncode
+    else:
+        r = subprocess.run(cmd, shell=isinstance(cmd, str), cwd=cwd, env=env, timeout=timeout,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors='replace')
+        out, returncode = r.stdout, r.returncode
+    if check and returncode != 0:
+        raise Failure(f'{shown}: exit status {returncode}\n{tail(out, 40)}')
+    return out
 
 
 def tail(text, n):
@@ -91,7 +103,7 @@ def purge(names):
         return len(status) > 1 and status[1] != 'n' and 'no packages found' not in status
     present = [n for n in names if known(n)]
     if present:
-        run(['dpkg', '-P'] + present, env=apt_env())
+        run(['dpkg', '-P'] + present, env=apt_env(), detached=True)
 
 
 def skip_or_fail(msg):
@@ -317,6 +329,31 @@ def check_purged(name, version):
     log('purged: nothing of the packages is left')
 
 
+# Purges the packages if this process dies with them installed (the marker
+# still there): meson's timeout kills the test's process group with SIGKILL
+# half a second after SIGTERM, too soon for the finally below. dpkg -P is
+# retried while a dpkg still in flight holds its lock.
+JANITOR = r"""
+pid=$1 marker=$2 mnt=$3; shift 3
+while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+[ -f "$marker" ] || exit 0
+# The test's own mount of the installed pfmfsd: unmounted, the daemon exits.
+fusermount3 -u -z "$mnt" 2>/dev/null
+for _ in $(seq 600); do
+  DEBIAN_FRONTEND=noninteractive dpkg -P "$@" >/dev/null 2>&1 && break
+  sleep 1
+done
+rm -f "$marker"
+"""
+
+
+def start_janitor(work):
+    subprocess.Popen(['sh', '-c', JANITOR, 'pfmfs-packaging-janitor', str(os.getpid()), MARKER,
+                      os.path.join(work, 'mnt')] + PACKAGES,
+                     start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+
+
 def main():
     if os.geteuid() != 0:
         skip_or_fail('not root (the test installs packages)')
@@ -356,9 +393,10 @@ def main():
         os.makedirs(os.path.dirname(MARKER), exist_ok=True)
         open(MARKER, 'w').close()
         installed = True
+        start_janitor(work)
         t0 = time.monotonic()
         run(['apt-get', 'install', '-y', '--no-install-recommends', '-o', 'DPkg::Lock::Timeout=300']
-            + [found[p] for p in PACKAGES], env=apt_env(), timeout=900)
+            + [found[p] for p in PACKAGES], env=apt_env(), timeout=900, detached=True)
         log(f'installed in {time.monotonic() - t0:.0f} s (the DKMS postinst included)')
         check_dkms(name, version)
         quickstart()
@@ -367,6 +405,9 @@ def main():
         print(f'FAIL: {e}', file=sys.stderr)
         status = 1
     finally:
+        # The cleanup runs to its end: a SIGTERM or ^C now is ignored.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if installed:
             try:
                 purge(PACKAGES)
@@ -393,6 +434,6 @@ def main():
 
 
 if __name__ == '__main__':
-    # meson's timeout and ^C end the test through the finally above.
+    # SIGTERM (meson's timeout) ends the test through main's finally, like ^C.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     sys.exit(main())
