@@ -83,6 +83,18 @@ std::map<std::string, std::string> parseRecord(std::string_view line) {
   return kv;
 }
 
+std::vector<std::string_view> recordLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    if (nl > start) lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
 bool PmuInfo::has(std::string_view feature) const {
   for (const auto& f : features)
     if (f == feature) return true;
@@ -111,13 +123,7 @@ PmuInfo parsePmuInfo(std::string_view text) {
 
 std::vector<EventInfo> parseEvents(std::string_view text) {
   std::vector<EventInfo> events;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(start, nl - start);
-    start = nl + 1;
-    if (line.empty()) continue;
+  for (std::string_view line : recordLines(text)) {
     auto kv = parseRecord(line);
     EventInfo e;
     e.name = kv["name"];

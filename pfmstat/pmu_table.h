@@ -16,6 +16,9 @@ namespace pfmstat {
 // Throws RunError on a line that does not parse.
 std::map<std::string, std::string> parseRecord(std::string_view line);
 
+// The non-empty lines of a file of records (views into `text`).
+std::vector<std::string_view> recordLines(std::string_view text);
+
 struct PmuInfo {
   std::string backend, model;
   std::uint64_t pmds = 0;  // mask of the PMDs that exist

@@ -32,13 +32,7 @@ std::uint64_t scale(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
 
 Snapshot parseCounts(std::string_view text) {
   Snapshot s;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(start, nl - start);
-    start = nl + 1;
-    if (line.empty()) continue;
+  for (std::string_view line : recordLines(text)) {
     auto kv = parseRecord(line);
     Reading r;
     r.value = field(kv, "value", line);

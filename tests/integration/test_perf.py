@@ -261,21 +261,25 @@ class PerfTestCase(MountTestCase):
         return parseKv(s.read(f'sets/{set_id}/info'))
 
 
+def perfStatPageFaults(test, argv):
+    """`perf stat -x, -e page-faults:u,page-faults -- argv` without ASLR:
+    the counts (user level, all levels)."""
+    p = subprocess.run(NO_ASLR + ['perf', 'stat', '-x,', '-e', 'page-faults:u,page-faults', '--'] + argv,
+                       capture_output=True, text=True, timeout=30)
+    test.assertEqual(p.returncode, 0, p.stderr)
+    counts = {}
+    for line in p.stderr.splitlines():
+        fields = line.split(',')
+        if len(fields) > 2 and fields[2] in ('page-faults:u', 'page-faults'):
+            counts[fields[2]] = int(fields[0])
+    test.assertEqual(len(counts), 2, f'perf stat output: {p.stderr!r}')
+    return counts['page-faults:u'], counts['page-faults']
+
+
 class PageFaultTest(PerfTestCase):
 
     def perfStat(self, argv):
-        """`perf stat -x, -e page-faults:u,page-faults -- argv` without ASLR:
-        the counts (user level, all levels)."""
-        p = subprocess.run(NO_ASLR + ['perf', 'stat', '-x,', '-e', 'page-faults:u,page-faults', '--'] + argv,
-                           capture_output=True, text=True, timeout=30)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        counts = {}
-        for line in p.stderr.splitlines():
-            fields = line.split(',')
-            if len(fields) > 2 and fields[2] in ('page-faults:u', 'page-faults'):
-                counts[fields[2]] = int(fields[0])
-        self.assertEqual(len(counts), 2, f'perf stat output: {p.stderr!r}')
-        return counts['page-faults:u'], counts['page-faults']
+        return perfStatPageFaults(self, argv)
 
     def perfWorkloadEnv(self):
         """The environment perf stat gives the program it runs (it adds to
