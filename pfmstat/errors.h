@@ -4,17 +4,34 @@
 // counting (the mount gone: 1).
 #pragma once
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
 namespace pfmstat {
 
+// A reason quotes what the user wrote: bytes that are not printable ASCII
+// are shown as \xNN, so that a reason is always one printable line.
+inline std::string printableReason(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit UsageError(const std::string& what) : std::runtime_error(printableReason(what)) {}
 };
 
 struct RunError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit RunError(const std::string& what) : std::runtime_error(printableReason(what)) {}
 };
 
 inline constexpr int kExitUsage = 2;

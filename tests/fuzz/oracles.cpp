@@ -10,6 +10,8 @@
 #include <variant>
 
 #include "fs/text_format.h"
+#include "oracle_check.h"
+#include "pfmstat_oracles.h"
 #include "key_value.h"
 #include "pfmlib/key_values.h"
 #include "pfmlib/pmu_model.h"
@@ -33,24 +35,6 @@ const pmu::PmuDescription& desc() {
     return pmu::intel::makeDescription(pmu::intel::Shape{4, 48}, std::move(table));
   }();
   return d;
-}
-
-// One input's checks: each false condition is one failure, quoted with the
-// input.
-struct Check {
-  Fail fail;
-  std::string_view input;
-
-  bool operator()(bool ok, std::string_view what) const {
-    if (!ok) fail(std::string(what) + " (input '" + printable(input) + "')");
-    return ok;
-  }
-};
-
-bool oneLinePrintable(std::string_view s) {
-  for (char c : s)
-    if (c < 0x20 || c >= 0x7f) return false;
-  return !s.empty();
 }
 
 // A refusal is -EINVAL with a one-line printable reason.
@@ -454,6 +438,15 @@ const std::vector<Oracle>& oracles() {
         "model=perf-sw pmcs=0xff pmds=0xff width=64"},
        pmuInfo},
       {"mountRecord", {"name=A code=0x1 desc=\"x y\"", "name=\"\\\\\" pmcs=3", "a=b  c=\"\""}, mountRecord},
+      {"pfmstatEvents",
+       {"cycles,instructions", "{cycles,instructions}\n{LLC_MISSES,SIM_PHASE_A}", "r1003c:uk,LLC_MISSES:k",
+        "cycles,{LLC_MISSES,SIM_PHASE_A},instructions"},
+       pfmstatEvents},
+      {"pfmstatCpuList", {"0", "0-3,5", "7,1-2,2", "65535"}, pfmstatCpuList},
+      {"pfmstatCounts",
+       {"set=0 pmd=0 value=1500000 enabled_ns=1000000 running_ns=500000 scaled=3000000\n",
+        "set=1 pmd=17 value=7 enabled_ns=10 running_ns=0 scaled=- children=3 total_scaled=-\n"},
+       pfmstatCounts},
   };
   return all;
 }

@@ -1,0 +1,15 @@
+// The oracles of pfmstat's parsers (pfmstat/): its -e lists placed on the
+// sim's counters, its -C cpu lists, and the mount's counts file it reads.
+#pragma once
+
+#include <string_view>
+
+#include "oracles.h"
+
+namespace pfmfs::fuzz {
+
+bool pfmstatEvents(std::string_view input, Fail fail);   // one -e argument per line
+bool pfmstatCpuList(std::string_view input, Fail fail);  // a -C argument
+bool pfmstatCounts(std::string_view input, Fail fail);   // a session's counts
+
+}  // namespace pfmfs::fuzz
