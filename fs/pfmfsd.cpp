@@ -318,7 +318,13 @@ int serve(DaemonOptions& o) {
   fuse_loop_cfg_destroy(loop);
 
   log(LogLevel::Info, "stopping: unloading {} session(s)", filesystem.sessionCount());
+  // Every thread that calls into the filesystem or the engine is joined
+  // before either goes (the FUSE workers are, when the loop returns): the
+  // fast-path server, the thread watcher, then the timer and the backend's
+  // own (Engine::shutdown, which unloads every session).
   fastpath.reset();
+  watcher.stop();
+  engine.shutdown();
   filesystem.shutdown();
   engine.setObserver(nullptr);
   fuse_remove_signal_handlers(se);

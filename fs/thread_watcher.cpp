@@ -49,12 +49,18 @@ ThreadWatcher::ThreadWatcher(ExitFn on_exit) : on_exit_(std::move(on_exit)) {
 }
 
 ThreadWatcher::~ThreadWatcher() {
-  std::uint64_t one = 1;
-  if (write(wake_fd_, &one, sizeof one) < 0) log(LogLevel::Error, "thread watcher: cannot wake: {}", errno);
-  thread_.join();
+  stop();
   for (auto& [tid, e] : entries_) close(e.fd);
   close(wake_fd_);
   close(epoll_fd_);
+}
+
+void ThreadWatcher::stop() {
+  std::lock_guard j(join_mutex_);
+  if (!thread_.joinable()) return;
+  std::uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof one) < 0) log(LogLevel::Error, "thread watcher: cannot wake: {}", errno);
+  thread_.join();
 }
 
 int ThreadWatcher::openPidfd(pid_t tid) {

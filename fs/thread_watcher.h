@@ -21,7 +21,7 @@ class ThreadWatcher {
   // `on_exit` runs on the watcher's thread (or in watch() for a thread that is
   // already gone) with no watcher lock held.
   explicit ThreadWatcher(ExitFn on_exit);
-  ~ThreadWatcher();
+  ~ThreadWatcher();  // stop()
   ThreadWatcher(const ThreadWatcher&) = delete;
   ThreadWatcher& operator=(const ThreadWatcher&) = delete;
 
@@ -29,6 +29,11 @@ class ThreadWatcher {
   void watch(pid_t tid);
   void unwatch(pid_t tid);
   std::size_t watched() const;
+
+  // Stops the thread and joins it, after the on_exit it may be in: no exit is
+  // reported from it again (watch still reports a thread already gone).
+  // Idempotent.
+  void stop();
 
  private:
   struct Entry {
@@ -43,6 +48,7 @@ class ThreadWatcher {
   int wake_fd_ = -1;  // eventfd: tells run() to finish
   mutable std::mutex mutex_;  // guards entries_ (a leaf: nothing is called while held)
   std::map<pid_t, Entry> entries_;
+  std::mutex join_mutex_;  // serialises stop()
   std::thread thread_;
 };
 

@@ -253,9 +253,17 @@ class Backend {
   virtual Inheritance inheritance() const { return Inheritance::None; }
 
   // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu;
-  // -EPERM/-EACCES: the kernel refused the daemon.
+  // -EPERM/-EACCES: the kernel refused the daemon; -ESHUTDOWN: after shutdown().
   virtual Result<std::unique_ptr<TargetPmu>> attach(const Target& target,
                                                     std::weak_ptr<TargetListener> listener) = 0;
+
+  // Stops every thread the backend started and joins it: when it returns, no
+  // listener is in a call and none is called again, so whatever listeners
+  // call into may be destroyed. A listener call under way ends first: the
+  // caller holds no lock a listener takes. Targets attached before may still
+  // be used and detached; attach() is refused from then on. Idempotent. The
+  // engine calls it before it unloads its sessions (Engine::shutdown).
+  virtual void shutdown() = 0;
 };
 
 }  // namespace pfmfs::pmu

@@ -10,14 +10,20 @@ Engine::Engine(pmu::Backend& backend, EngineOptions options) : backend_(backend)
   if (backend_.clock() == pmu::ClockKind::Real) timer_ = std::make_unique<TimerThread>(options_.tick_ns);
 }
 
-Engine::~Engine() {
-  timer_.reset();  // no tick may race with the unloads below
-  std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions;
+Engine::~Engine() { shutdown(); }
+
+void Engine::shutdown() {
+  // Threads first: a tick or a backend's listener call may be inside a
+  // session, or on its way to the engine or the observer, until joined. The
+  // objects stay: a session's unload still tells the timer.
+  if (timer_) timer_->stop();
+  backend_.shutdown();
+  std::vector<std::shared_ptr<Session>> sessions;
   {
     std::lock_guard l(sessions_mutex_);
-    sessions.swap(sessions_);
+    for (const auto& [name, s] : sessions_) sessions.push_back(s);
   }
-  for (auto& [name, s] : sessions) (void)s->unload();
+  for (const auto& s : sessions) (void)s->unload();
 }
 
 bool Engine::validName(std::string_view name) {

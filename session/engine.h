@@ -41,9 +41,18 @@ class SessionObserver {
 class Engine {
  public:
   Engine(pmu::Backend& backend, EngineOptions options);
-  ~Engine();  // unloads every session
+  ~Engine();  // shutdown()
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
+
+  // The end of the engine's life, before anything the sessions call into
+  // (the observer, the engine itself) goes: stops the timer thread and the
+  // backend's threads (Backend::shutdown), each joined after the call into a
+  // session it may be in, then unloads every session. From then on only the
+  // caller's threads call into sessions, and loads are refused. Sessions
+  // stay registered (destroySession works). The caller holds no session's
+  // lock. Idempotent.
+  void shutdown();
 
   // EINVAL bad name; EEXIST taken; ENOSPC the caller's uid has too many.
   Result<std::shared_ptr<Session>> createSession(const Caller& caller, std::string_view name);

@@ -10,7 +10,11 @@ namespace pfmfs::session {
 
 TimerThread::TimerThread(std::uint64_t tick_ns) : tick_ns_(tick_ns), thread_([this] { run(); }) {}
 
-TimerThread::~TimerThread() {
+TimerThread::~TimerThread() { stop(); }
+
+void TimerThread::stop() {
+  std::lock_guard j(join_mutex_);
+  if (!thread_.joinable()) return;
   {
     std::lock_guard l(mutex_);
     stop_ = true;

@@ -17,13 +17,17 @@ class Session;
 class TimerThread {
  public:
   explicit TimerThread(std::uint64_t tick_ns);
-  ~TimerThread();  // stops and joins
+  ~TimerThread();  // stop()
   TimerThread(const TimerThread&) = delete;
   TimerThread& operator=(const TimerThread&) = delete;
 
   void add(const std::shared_ptr<Session>& s);
   void remove(const Session* s);
   std::size_t size() const;
+
+  // Stops the thread and joins it, after the tick it may be in: no session is
+  // ticked again (add and remove still work). Idempotent.
+  void stop();
 
  private:
   void run();
@@ -33,6 +37,7 @@ class TimerThread {
   std::condition_variable cv_;
   std::map<const Session*, std::weak_ptr<Session>> sessions_;
   bool stop_ = false;
+  std::mutex join_mutex_;  // serialises stop()
   std::thread thread_;
 };
 

@@ -81,7 +81,13 @@ Result<std::unique_ptr<PerfBackend>> PerfBackend::create(PerfOptions options) {
   return std::unique_ptr<PerfBackend>(new PerfBackend(model, std::move(desc), std::move(*poller)));
 }
 
+void PerfBackend::shutdown() {
+  shut_down_.store(true);
+  poller_->stop();
+}
+
 Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std::weak_ptr<TargetListener> listener) {
+  if (shut_down_.load()) return err(ESHUTDOWN, "the perf backend is shut down");
   if (target.inherit && target.kind == TargetKind::Cpu)
     return err(EINVAL, "inherit follows a thread's children: cpu {} has none", target.id);
   pid_t tgid = 0;

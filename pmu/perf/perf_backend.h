@@ -15,6 +15,7 @@
 // (Inheritance::Aggregate; perf_inherit.h).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,7 @@ class PerfBackend final : public Backend {
   // perf's inherited events count the children, switching with the target.
   Inheritance inheritance() const override { return Inheritance::Aggregate; }
   Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
+  void shutdown() override;
 
   Model model() const { return model_; }
 
@@ -65,6 +67,7 @@ class PerfBackend final : public Backend {
   Model model_;
   PmuDescription desc_;
   std::unique_ptr<Poller> poller_;
+  std::atomic<bool> shut_down_{false};
 };
 
 }  // namespace pfmfs::pmu::perf

@@ -27,10 +27,14 @@ Result<std::unique_ptr<Poller>> Poller::create() {
 
 Poller::Poller(Fd epoll, Fd wake) : epoll_(std::move(epoll)), wake_(std::move(wake)) {}
 
-Poller::~Poller() {
+Poller::~Poller() { stop(); }
+
+void Poller::stop() {
+  std::lock_guard l(stop_mutex_);
+  if (!thread_.joinable()) return;
   std::uint64_t one = 1;
   (void)!::write(wake_.get(), &one, sizeof one);
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
 }
 
 Result<std::uint64_t> Poller::watch(int fd, std::shared_ptr<Watch> w) {

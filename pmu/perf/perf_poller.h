@@ -29,13 +29,19 @@ struct Watch {
 class Poller {
  public:
   static Result<std::unique_ptr<Poller>> create();
-  ~Poller();  // stops and joins the thread
+  ~Poller();  // stop()
   Poller(const Poller&) = delete;
   Poller& operator=(const Poller&) = delete;
 
   // Watches `fd` until unwatch(key). Returns the key.
   Result<std::uint64_t> watch(int fd, std::shared_ptr<Watch> w);
   void unwatch(std::uint64_t key);
+
+  // Stops the thread and joins it: when it returns, no listener is in a call
+  // and none is called again (watch and unwatch still work, and serve no one).
+  // A listener call under way ends first, so the caller must hold no lock a
+  // listener takes. Idempotent.
+  void stop();
 
  private:
   Poller(Fd epoll, Fd wake);
@@ -51,6 +57,7 @@ class Poller {
   std::mutex mutex_;  // guards entries_ and next_key_; never held while a listener runs
   std::map<std::uint64_t, Entry> entries_;
   std::uint64_t next_key_ = 1;  // 0 is the wake eventfd
+  std::mutex stop_mutex_;  // serialises stop()
   std::thread thread_;
 };
 

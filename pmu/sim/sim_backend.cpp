@@ -230,6 +230,7 @@ SimBackend::~SimBackend() = default;
 
 Result<perf::Poller*> SimBackend::poller() {
   std::lock_guard l(poller_mutex_);
+  if (shut_down_) return err(ESHUTDOWN, "the sim backend is shut down");
   if (!poller_) {
     auto p = perf::Poller::create();
     if (!p) return p.error();
@@ -268,7 +269,23 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
   return b;
 }
 
+void SimBackend::shutdown() {
+  perf::Poller* p = nullptr;
+  {
+    std::lock_guard l(poller_mutex_);
+    shut_down_ = true;
+    p = poller_.get();
+  }
+  // Joined outside the lock, which attach() takes: a listener call still
+  // under way ends first, and may reach it.
+  if (p) p->stop();
+}
+
 Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, std::weak_ptr<TargetListener> listener) {
+  {
+    std::lock_guard l(poller_mutex_);
+    if (shut_down_) return err(ESHUTDOWN, "the sim backend is shut down");
+  }
   // The sim raises its interrupts when the engine replays time; it calls the
   // listener from a thread of its own only for the records of followed
   // children (inherit).

@@ -61,6 +61,7 @@ class SimBackend final : public Backend {
   // takeChildEvents, adoptChild); a cpu target with it is -EINVAL. Where perf
   // cannot follow them (perf_event_paranoid), the kernel's error.
   Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
+  void shutdown() override;
 
   const std::vector<SimEvent>& events() const { return options_.events; }
   std::uint64_t skid() const { return options_.skid; }
@@ -80,8 +81,9 @@ class SimBackend final : public Backend {
   // arrive, so that an exit is handled even when nobody reads a file. Made at
   // the first attach with inherit; targets hold it by pointer, so it lives as
   // long as the backend.
-  std::mutex poller_mutex_;
+  std::mutex poller_mutex_;  // guards poller_ and shut_down_
   std::unique_ptr<perf::Poller> poller_;
+  bool shut_down_ = false;
 };
 
 }  // namespace pfmfs::pmu::sim

@@ -21,10 +21,14 @@ Result<std::unique_ptr<RecordReader>> RecordReader::create(HelperDevice& device)
 
 RecordReader::RecordReader(HelperDevice& device, Fd wake) : device_(device), wake_(std::move(wake)) {}
 
-RecordReader::~RecordReader() {
+RecordReader::~RecordReader() { stop(); }
+
+void RecordReader::stop() {
+  std::lock_guard l(stop_mutex_);
+  if (!thread_.joinable()) return;
   std::uint64_t one = 1;
   (void)!::write(wake_.get(), &one, sizeof one);
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
 }
 
 void RecordReader::watch(const Target& target, std::shared_ptr<Watch> w) {

@@ -63,7 +63,7 @@ class RecordReader {
  public:
   // `device` must outlive the reader.
   static Result<std::unique_ptr<RecordReader>> create(HelperDevice& device);
-  ~RecordReader();  // stops and joins the thread
+  ~RecordReader();  // stop()
   RecordReader(const RecordReader&) = delete;
   RecordReader& operator=(const RecordReader&) = delete;
 
@@ -72,6 +72,11 @@ class RecordReader {
   // The target of a family lets go: its children not adopted yet are
   // detached, and so is any child whose FORK record comes later.
   void closeFamily(Family& family);
+
+  // Stops the thread and joins it: when it returns, no listener is in a call
+  // and none is called again; records the module queues from then on stay
+  // unread. The caller must hold no lock a listener takes. Idempotent.
+  void stop();
 
   // Records the module dropped because the ring was full.
   std::uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
@@ -90,6 +95,7 @@ class RecordReader {
   std::mutex mutex_;  // guards watches_; never held while a listener runs
   std::map<Key, std::shared_ptr<Watch>> watches_;
   std::atomic<std::uint64_t> lost_{0};
+  std::mutex stop_mutex_;  // serialises stop()
   std::thread thread_;
 };
 

@@ -49,7 +49,13 @@ Result<std::unique_ptr<X86Backend>> X86Backend::create(const X86Options& options
   return b;
 }
 
+void X86Backend::shutdown() {
+  shut_down_.store(true);
+  reader_->stop();
+}
+
 Result<std::unique_ptr<TargetPmu>> X86Backend::attach(const Target& target, std::weak_ptr<TargetListener> listener) {
+  if (shut_down_.load()) return err(ESHUTDOWN, "the x86 backend is shut down");
   std::optional<ThreadCpuTime> cpu_time;
   if (target.kind == TargetKind::Thread) {
     cpu_time = ThreadCpuTime::open(target.id);

@@ -8,6 +8,7 @@
 // docs/backends.md.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -46,6 +47,7 @@ class X86Backend final : public Backend {
   // image the engine last gave (setChildImage); each is adopted as a target.
   Inheritance inheritance() const override { return Inheritance::Adopt; }
   Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
+  void shutdown() override;
 
   const HelperInfo& info() const { return device_->info(); }
   // ioctls issued so far: what the tests and benchmarks see of a switch's cost.
@@ -57,6 +59,7 @@ class X86Backend final : public Backend {
   std::unique_ptr<HelperDevice> device_;
   PmuDescription desc_;
   std::unique_ptr<RecordReader> reader_;  // after device_: stops before it closes
+  std::atomic<bool> shut_down_{false};
 };
 
 }  // namespace pfmfs::pmu::x86
