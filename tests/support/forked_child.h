@@ -2,6 +2,13 @@
 // waits for the test's go() where it says so, and reports numbers back. The
 // tests of inheritance order what a child does against what they check this
 // way, without sleeping.
+//
+// The constructor returns once the child runs its body: a sanitizer's
+// runtime has then made whatever thread of its own it makes in a forked
+// child (TSan's background thread is started in fork's child half, which may
+// run after the parent's fork has returned). A test that loads a session
+// with inherit on the child right away would otherwise follow that thread,
+// on some runs, as a child it created.
 #pragma once
 
 #include <fcntl.h>
@@ -46,12 +53,21 @@ class ForkedChild {
     if (pid_ == 0) {
       ::close(go[1]);
       ::close(rep[0]);
+      if (::write(rep[1], "r", 1) != 1) ::_exit(125);
       ::_exit(body(ChildIo{go[0], rep[1]}));
     }
     ::close(go[0]);
     ::close(rep[1]);
     go_ = go[1];
     report_ = rep[0];
+    if (pid_ < 0) return;
+    char ready = 0;
+    if (::read(report_, &ready, 1) != 1 || ready != 'r') {  // it died before its body
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      reaped_ = true;
+      ready_ = false;
+    }
   }
   ~ForkedChild() {
     if (go_ >= 0) ::close(go_);
@@ -65,7 +81,7 @@ class ForkedChild {
   ForkedChild& operator=(const ForkedChild&) = delete;
 
   pid_t pid() const { return pid_; }
-  bool ok() const { return pid_ > 0; }
+  bool ok() const { return pid_ > 0 && ready_; }
   void go() { (void)!::write(go_, "g", 1); }
   // The child's next report; nullopt if it exited first.
   std::optional<std::uint64_t> report() {
@@ -86,6 +102,7 @@ class ForkedChild {
   int go_ = -1;
   int report_ = -1;
   bool reaped_ = false;
+  bool ready_ = true;
 };
 
 }  // namespace pfmfs::testing
