@@ -503,8 +503,10 @@ std::string formatState(const session::StateInfo& s) {
   std::string extra;
   if (s.exited) extra += " exited=1";
   if (s.unscheduled_ns) extra += fmt::format(" unscheduled_ns={}", s.unscheduled_ns);
-  // inherit: children followed now, and the exited ones whose counts were
-  // added (merged) or not (dropped: the session was reprogrammed since).
+  // inherit: whether the target is gone while children run on, the children
+  // followed now, and the exited ones whose counts were added (merged) or
+  // not (dropped: the session was reprogrammed since).
+  if (s.target_exited) extra += " target_exited=1";
   if (s.inherit) extra += fmt::format(" followed={} merged={} dropped={}", s.followed, s.merged, s.dropped);
   return fmt::format("state={} mode={} target={} set={} queued={} lost={}{}\n", session::toString(s.state),
                      session::toString(s.mode), s.target ? fmt::format("{}", *s.target) : std::string("-"), s.set,

@@ -61,6 +61,7 @@ struct StateInfo {
   std::uint64_t unscheduled_ns = 0;  // time the backend could not count the active set (perf's multiplexing)
   // With flags inherit (pfmfs(5), INHERITANCE):
   bool inherit = false;
+  bool target_exited = false; // while loaded: the target exited, children are still followed
   std::size_t followed = 0;   // children followed now
   std::uint64_t merged = 0;   // exited children whose counts were added to `children`
   std::uint64_t dropped = 0;  // exited children whose counts were not (the session was reprogrammed since)

@@ -89,6 +89,7 @@ StateInfo Session::state() {
   i.exited = exited_;
   if (loaded()) i.unscheduled_ns = pmu_->unscheduledNs();
   i.inherit = flags_.inherit;
+  i.target_exited = loaded() && target_exited_;
   i.followed = followers_.size() + aggregate_children_.size();
   i.merged = merged_;
   i.dropped = dropped_;

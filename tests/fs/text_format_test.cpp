@@ -589,6 +589,10 @@ TEST(Format, State) {
   s.dropped = 1;
   EXPECT_EQ(formatState(s),
             "state=loaded mode=thread target=0 set=3 queued=2 lost=7 followed=2 merged=5 dropped=1\n");
+  // The target gone, its children still followed: said before them.
+  s.target_exited = true;
+  EXPECT_EQ(formatState(s),
+            "state=loaded mode=thread target=0 set=3 queued=2 lost=7 target_exited=1 followed=2 merged=5 dropped=1\n");
 }
 
 TEST(Format, Counts) {

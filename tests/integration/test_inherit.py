@@ -242,8 +242,9 @@ class InheritTest(InheritCase):
         self.waitState(s, followed=1)
         self.m.advance(1000)
         t.exit()
-        time.sleep(0.05)  # the daemon hears of the exit (pidfd)
-        self.assertEqual(self.stateOf(s)['state'], 'active')
+        # The daemon hears of the exit (pidfd) and says so; until then an
+        # advance would move the target too.
+        self.waitState(s, state='active', target_exited=1, followed=1)
         self.m.advance(1000)  # the child alone
         t.end()
         self.waitState(s, state='unloaded', exited=1, merged=1)

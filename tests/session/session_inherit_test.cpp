@@ -400,12 +400,14 @@ TEST_F(Inherit, TheSessionOutlivesItsTargetUntilTheLastChild) {
   EXPECT_EQ(i.state, State::Active);
   EXPECT_EQ(i.followed, 1u);
   EXPECT_FALSE(i.exited);
+  EXPECT_TRUE(i.target_exited);
   sim_.advance(1000);  // the child alone
   EXPECT_EQ(value(0, 0), 3000u);
   target.go();  // the child exits
   i = waitState([](const StateInfo& s) { return s.state == State::Unloaded; });
   EXPECT_EQ(i.state, State::Unloaded);
   EXPECT_TRUE(i.exited);
+  EXPECT_FALSE(i.target_exited) << "only while loaded";
   EXPECT_EQ(i.merged, 1u);
   CountLine c = line(0, 0);
   EXPECT_EQ(c.value, 3000u);
