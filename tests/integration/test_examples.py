@@ -621,13 +621,30 @@ class RealClockTest(ExampleTest):
             self.assertCpuTime(int(summary["task_clock"]), enabled, lines, masks=3)
 
     def test_overflow_reports_the_thread_exit(self):
-        # On x86 (the QEMU guest) the loop is longer: 20000 turns there end
-        # before the script has its session loaded.
-        turns = 200000 if X86 else 20000
-        target = self.spawn("sh", "-c", f"i=0; while [ $i -lt {turns} ]; do i=$((i + 1)); done")
+        # The target runs its loop only once the script's session counts it
+        # (a go on its stdin), then exits: however fast the loop or slow the
+        # script, the exit comes while the session is loaded.
+        target = subprocess.Popen(["sh", "-c", "read go; i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done"],
+                                  stdin=subprocess.PIPE, text=True)
+        self.targets.append(target)
         # A period no thread reaches here: the only message is the end.
-        r = run("overflow.sh", self.mnt, "-n", 1000, "-P", 3_000_000_000_000, "-p", target.pid)
-        target.wait()
+        script = subprocess.Popen(["sh", str(EXAMPLES / "overflow.sh"), str(self.mnt), "-n", "1000",
+                                   "-P", "3000000000000", "-p", str(target.pid)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.targets.append(script)
+        state = self.mnt / "sessions" / f"ovfl-{script.pid}" / "state"
+
+        def counting():
+            try:
+                return state.read_text().startswith("state=active ")
+            except OSError:
+                return False
+        started = waitFor(lambda: counting() or script.poll() is not None, timeout=SCRIPT_TIMEOUT_S)
+        self.assertTrue(started and script.poll() is None, f"overflow.sh never started counting: "
+                        f"{script.poll()} {script.stderr.read() if script.poll() is not None else ''}")
+        target.communicate("go\n")
+        out, err = script.communicate(timeout=SCRIPT_TIMEOUT_S)
+        r = subprocess.CompletedProcess(script.args, script.returncode, out, err)
         self.assertRan(r)
         lines = r.stdout.splitlines()
         self.assertEqual(len(lines), 3, lines)
