@@ -14,6 +14,9 @@
  *                        mkdir sessions/NAME mode 01700, no msg opened);
  *                        thread_mkdir (a second thread does that and exits;
  *                        its session must go while this process lives on).
+ *   PFMFS_CHURN_PROGRESS=N print "done I" after every N sessions, I the
+ *                        sessions done so far: the driver's measure of
+ *                        progress on a slow machine.
  * Prints "ready" once the library is initialized.
  */
 #include "check.h"
@@ -109,12 +112,14 @@ int main(void)
 	static pfmlib_input_param_t inp;	/* 116 KiB: not on the stack */
 	static pfmlib_output_param_t outp;
 	const char *env;
-	long iterations = 50, i;
+	long iterations = 50, progress = 0, i;
 	int on_sim = strcmp(backend_name(), "sim") == 0;
 
 	stop_at = getenv("PFMFS_CHURN_STOP");
 	if ((env = getenv("PFMFS_CHURN_ITER")) != NULL)
 		iterations = strtol(env, NULL, 10);
+	if ((env = getenv("PFMFS_CHURN_PROGRESS")) != NULL)
+		progress = strtol(env, NULL, 10);
 	if ((env = getenv("PFMFS_CHURN_SEED")) != NULL) {
 		seed = (unsigned int)strtoul(env, NULL, 10);
 		random_exits = 1;
@@ -132,6 +137,10 @@ int main(void)
 	for (i = 0; iterations == 0 || i < iterations; i++) {
 		one_session(&outp, on_sim);
 		stop_at = NULL;	/* stops are for the first loop only */
+		if (progress > 0 && (i + 1) % progress == 0) {
+			printf("done %ld\n", i + 1);
+			fflush(stdout);
+		}
 	}
 	CHECK_EQ_U64(wait_sessions(0, 2000), 0);
 	return 0;

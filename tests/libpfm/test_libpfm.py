@@ -17,6 +17,7 @@
 import os
 import random
 import re
+import selectors
 import shlex
 import shutil
 import signal
@@ -409,6 +410,12 @@ class SysfsPreloadTest(LibpfmTestCase):
 
 # ---- kill -9 -----------------------------------------------------------------------------
 
+# test_new_context_right_after_close: sessions in a row, a progress line
+# every batch, and how long one batch may take.
+CHURN_SESSIONS = 3000
+CHURN_BATCH = 100
+CHURN_STALL_S = 120
+
 CHURN_STOPS = ['after_mkdir', 'after_create', 'after_write', 'after_load', 'after_start', 'after_read',
                'after_stop']
 
@@ -521,13 +528,45 @@ class ChurnTest(LibpfmTestCase):
         t = threading.Thread(target=killer, daemon=True)
         t.start()
         try:
-            p = self.churn(m, {'PFMFS_CHURN_ITER': '3000'})
-            _, err = p.communicate(timeout=240)
+            p = self.churn(m, {'PFMFS_CHURN_ITER': str(CHURN_SESSIONS), 'PFMFS_CHURN_PROGRESS': str(CHURN_BATCH)})
+            self.awaitProgress(p)
+            _, err = p.communicate()
         finally:
             done.set()
             t.join()
         self.assertEqual(p.returncode, 0, f'churn failed: {err.decode()}')
-        self.assertNoSessions(m, 'after 3000 sessions in a row')
+        self.assertNoSessions(m, f'after {CHURN_SESSIONS} sessions in a row')
+
+    def awaitProgress(self, p):
+        """Follows churn's "done I" lines until it ends. Its pace is the
+        machine's (3000 sessions take 10 s here, 4 minutes in the QEMU guest
+        with its CPUs taken): the limit is on a batch that makes no progress,
+        CHURN_STALL_S, not on the whole, and a stall says where it was."""
+        sel = selectors.DefaultSelector()
+        sel.register(p.stdout, selectors.EVENT_READ)
+        lines = []  # (sessions done, seconds it took them)
+        began = last = time.monotonic()
+        buffered = b''
+        while True:
+            if not sel.select(timeout=CHURN_STALL_S):
+                done_so_far = lines[-1][0] if lines else 0
+                paces = ', '.join(f'{d:.1f}' for _, d in lines[-5:]) or 'none'
+                p.kill()
+                self.fail(f'churn stalled: no {CHURN_BATCH} sessions in {CHURN_STALL_S} s after session '
+                          f'{done_so_far} of {CHURN_SESSIONS}, {time.monotonic() - began:.0f} s in (seconds per '
+                          f'{CHURN_BATCH} before: {paces})')
+            chunk = os.read(p.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            buffered += chunk
+            *whole, buffered = buffered.split(b'\n')
+            for line in whole:
+                if line.startswith(b'done '):
+                    now = time.monotonic()
+                    lines.append((int(line.split()[1]), now - last))
+                    last = now
+        sel.close()
+        print(f'churn: {CHURN_SESSIONS} sessions in {time.monotonic() - began:.1f} s', file=sys.stderr)
 
 if __name__ == '__main__':
     pfmfs_mount.main()
