@@ -30,8 +30,14 @@ import threading
 import time
 import unittest
 
-MOUNT_TIMEOUT_S = 10.0
-EXIT_TIMEOUT_S = 10.0
+# How long a test waits for something that must happen (a mount, a daemon's
+# exit, a thread asleep, a state reached): a poll, so a passing test never
+# waits that long, and a machine many times slower than ours, busy and under
+# TSan, still gets there. Checks that something does NOT happen pass their
+# own, short, limits.
+WAIT_S = 60.0
+MOUNT_TIMEOUT_S = WAIT_S
+EXIT_TIMEOUT_S = WAIT_S
 SKIP_STATUS = 77  # meson's "skipped"
 
 TEST_USER = 'pfmfs-test'
@@ -642,7 +648,7 @@ def errnoName(e):
 
 # ---- processes ------------------------------------------------------------------
 
-def waitAsleep(pid, tid, timeout=5.0):
+def waitAsleep(pid, tid, timeout=WAIT_S):
     """Returns once thread tid of process pid sleeps: state S and no CPU
     time for 1 ms (at once if it is gone: nothing more can move)."""
     base = f'/proc/{pid}/task/{tid}'
@@ -769,7 +775,7 @@ class Worker:
         assert answer == 'ok\n', f'worker {self.pid} answered {answer!r} to {line!r}'
         self._waitAsleep()
 
-    def _waitAsleep(self, timeout=5.0):
+    def _waitAsleep(self, timeout=WAIT_S):
         """Returns once the target thread sleeps on its stdin again. After
         its "ok" it still runs a little on its way back to the read, and on
         a busy machine that can come late; on perf its time (enabled_ns,
@@ -843,7 +849,7 @@ def goneTid():
     return proc.pid
 
 
-def waitFor(predicate, timeout=5.0, interval=0.01):
+def waitFor(predicate, timeout=WAIT_S, interval=0.01):
     """Polls predicate() until it is true; returns its last value."""
     deadline = time.monotonic() + timeout
     while True:
@@ -870,7 +876,7 @@ class Reader(threading.Thread):
         except OSError as e:
             self.error = e
 
-    def finished(self, timeout=5.0):
+    def finished(self, timeout=WAIT_S):
         self.join(timeout)
         return not self.is_alive()
 
@@ -1049,7 +1055,7 @@ def _atExit():
 atexit.register(_atExit)
 
 
-def sh(cmd, user=None, cwd=None, env=None, timeout=30):
+def sh(cmd, user=None, cwd=None, env=None, timeout=WAIT_S):
     """`sh -c cmd`: (exit status, stdout, stderr)."""
     full_env = dict(os.environ)
     full_env['LC_ALL'] = 'C'
@@ -1322,7 +1328,7 @@ class MountTestCase(unittest.TestCase):
         self.assertIn(fields[3], onlineCpus())
         self.assertNotEqual(fields[5], 0)
 
-    def assertEventually(self, fn, expected, timeout=5.0):
+    def assertEventually(self, fn, expected, timeout=WAIT_S):
         """fn() == expected: at once on sim, where everything is done when the
         write that caused it returns; within `timeout` on perf, where the
         daemon learns of overflows and exits from the kernel asynchronously."""
