@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "fs/filesystem.h"
 #include "fs/log.h"
 #include "fs/thread_watcher.h"
+#include "fs/unmount_keeper.h"
 #include "pmu/perf/perf_backend.h"
 #include "pmu/sim/sim_backend.h"
 #include "pmu/x86/x86_backend.h"
@@ -291,12 +293,16 @@ int serve(DaemonOptions& o) {
     return usageError("cannot install signal handlers");
   }
   fuse_messages.clear();
+  const std::set<int> before_mount = openDescriptors();
   if (fuse_session_mount(se, o.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
     return usageError(fmt::format("cannot mount on {}: {}", o.mountpoint, fuseMessages()));
   }
   fuse_set_log_func(forwardFuseMessage);
+  // auto_unmount must hold also when we are killed (unmount_keeper.h).
+  if (Status st = keepUnmountSocket(before_mount, fuse_session_fd(se)); !st)
+    log(LogLevel::Warning, "after a SIGKILL the mount may outlive pfmfsd: {}", st.error().reason);
 
   // Mounted: from here on, only what the backend needs. CAP_SYS_ADMIN stays
   // dormant for the unmount at exit.
