@@ -14,8 +14,9 @@ import threading
 import time
 
 import pfmfs_mount
-from pfmfs_mount import (PMU, SIM, Mount, MountTestCase, Reader, backendArgs, daemonPath, neg, parseKv, read, stateLine,
-                         waitFor, write)
+from pfmfs_mount import (PMU, SIM, WAIT_S, Mount, MountTestCase, Reader, backendArgs, daemonPath, neg, parseKv, read,
+                         stateLine, waitFor, write)
+from test_overflow import waitReading
 
 A, B = PMU.pmc_a, PMU.pmc_b  # PMC values that count at user level
 
@@ -219,7 +220,7 @@ class StormTest(MountTestCase):
         for t in threads:
             t.start()
         for t in threads:
-            t.join(30)
+            t.join(WAIT_S)
         self.assertEqual(len(done), 6, 'a worker hung')
         self.assertEqual(unexpected, [])
         self.assertIsNone(self.m.proc.poll(), 'the daemon died')
@@ -293,7 +294,7 @@ class RmdirTest(MountTestCase):
         try:
             reader = Reader(fd)
             reader.start()
-            time.sleep(0.2)
+            waitReading(reader)  # it waits in the kernel for the daemon's answer
             self.assertTrue(reader.is_alive())
             os.rmdir(s.dir)
             self.assertTrue(reader.finished())
@@ -336,7 +337,7 @@ class AutocloseTest(MountTestCase):
         os.close(fd)
         self.assertTrue(s.exists())  # another message file is open
         os.close(other)
-        self.assertTrue(waitFor(lambda: not s.exists(), timeout=3), 'the last close did not destroy the session')
+        self.assertTrue(waitFor(lambda: not s.exists()), 'the last close did not destroy the session')
         self.assertNotIn(s.name, os.listdir(self.m.path('sessions')))
 
     def test_other_files_do_not_hold_it(self):
@@ -347,7 +348,7 @@ class AutocloseTest(MountTestCase):
         regs = os.open(s.path('sets/0/regs'), os.O_RDWR)
         try:
             os.close(fd)
-            self.assertTrue(waitFor(lambda: not s.exists(), timeout=3))
+            self.assertTrue(waitFor(lambda: not s.exists()))
             # What is still open refers to nothing: ENOENT, no stale session.
             self.assertErrno(errno.ENOENT, os.write, ctl, b'stop')
             self.assertErrno(errno.ENOENT, os.pread, regs, 4096, 0)
@@ -363,7 +364,7 @@ class AutocloseTest(MountTestCase):
         s.ctl(f'load {pid}')
         s.ctl('start')
         os.close(fd)
-        self.assertTrue(waitFor(lambda: not s.exists(), timeout=3))
+        self.assertTrue(waitFor(lambda: not s.exists()))
         t = self.newSession()
         t.ctl(f'load {pid}')
 
@@ -373,7 +374,7 @@ class AutocloseTest(MountTestCase):
             f'cd sessions/{s.name} && exec 3<messages && echo autoclose > flags && cat flags '
             f'&& test -d ../{s.name} && exec 3<&-')
         self.assertEqual((status, out, err), (0, 'autoclose\n', ''))
-        self.assertTrue(waitFor(lambda: not s.exists(), timeout=3))
+        self.assertTrue(waitFor(lambda: not s.exists()))
 
     def test_directories_do_not_hold_the_session(self):
         s = self.newSession()
@@ -382,15 +383,25 @@ class AutocloseTest(MountTestCase):
             fd = os.open(s.path('msg'), os.O_RDONLY)
             s.write('flags', 'autoclose\n')
             os.close(fd)
-            self.assertTrue(waitFor(lambda: not os.path.exists(s.dir), timeout=3))
+            self.assertTrue(waitFor(lambda: not os.path.exists(s.dir)))
         finally:
             os.close(dfd)
 
     def test_without_autoclose_closing_keeps_it(self):
         s = self.newSession()
         fd = os.open(s.path('msg'), os.O_RDONLY)
+        # A marker: an autoclose session whose last handle closes after s's.
+        # The kernel queues the two releases in the order of the closes, and
+        # the daemon takes them in that order: once the marker is gone, it
+        # has taken s's too (another of its threads could still be finishing
+        # it: a wrong destroy could then come after the check, but a right
+        # result never fails it).
+        marker = self.newSession()
+        mfd = os.open(marker.path('msg'), os.O_RDONLY)
+        marker.write('flags', 'autoclose\n')
         os.close(fd)
-        time.sleep(0.1)
+        os.close(mfd)
+        self.assertTrue(waitFor(lambda: not marker.exists()), 'the autoclose marker was not destroyed')
         self.assertTrue(s.exists())
 
 
@@ -403,6 +414,15 @@ class StickyMkdirTest(MountTestCase):
         MountTestCase._counter += 1
         return f'sticky-{MountTestCase._counter}'
 
+    def watcherBarrier(self):
+        """Returns once the daemon has acted on every exit of a watched
+        thread before this call: a process makes a sticky session and exits
+        without opening it, and the daemon's thread watcher, which hears of
+        exits in the order they came, destroys that session."""
+        path = self.m.path('sessions', self.name())
+        subprocess.run([sys.executable, '-c', f'import os; os.mkdir({path!r}, 0o1700)'], check=True)
+        self.assertTrue(waitFor(lambda: not os.path.exists(path)), 'the barrier session was left behind')
+
     def test_born_with_autoclose(self):
         name = self.name()
         os.mkdir(self.m.path('sessions', name), 0o1700)
@@ -410,14 +430,14 @@ class StickyMkdirTest(MountTestCase):
         self.assertEqual(self.m.read(f'sessions/{name}/flags'), 'autoclose\n')
         self.assertEqual(os.stat(self.m.path('sessions', name)).st_mode & 0o7777, 0o700)
         os.close(fd)
-        self.assertTrue(waitFor(lambda: not os.path.exists(self.m.path('sessions', name)), timeout=3))
+        self.assertTrue(waitFor(lambda: not os.path.exists(self.m.path('sessions', name))))
 
     def test_creator_exit_before_open_destroys(self):
         name = self.name()
         path = self.m.path('sessions', name)
         # The creating process exits without opening anything.
         subprocess.run(['python3', '-c', f'import os; os.mkdir({path!r}, 0o1700)'], check=True)
-        self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3),
+        self.assertTrue(waitFor(lambda: not os.path.exists(path)),
                         'a session whose creator died before opening it was left behind')
 
     def test_creator_killed_before_open_destroys(self):
@@ -431,7 +451,7 @@ class StickyMkdirTest(MountTestCase):
             p.kill()
         finally:
             p.wait()
-        self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3))
+        self.assertTrue(waitFor(lambda: not os.path.exists(path)))
 
     def test_an_open_message_file_outlives_the_creating_thread(self):
         # Another thread makes the session and waits; this one opens msg;
@@ -443,18 +463,18 @@ class StickyMkdirTest(MountTestCase):
         def maker():
             os.mkdir(path, 0o1700)
             made.set()
-            opened.wait(5)
+            opened.wait(WAIT_S)
 
         t = threading.Thread(target=maker)
         t.start()
-        made.wait(5)
+        self.assertTrue(made.wait(WAIT_S))
         fd = os.open(os.path.join(path, 'msg'), os.O_RDONLY)
         opened.set()
         t.join()
-        time.sleep(0.2)
+        self.watcherBarrier()  # whatever the maker's exit could do is done
         self.assertTrue(os.path.isdir(path))  # held by the handle, not by its creator
         os.close(fd)
-        self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3))
+        self.assertTrue(waitFor(lambda: not os.path.exists(path)))
 
     def test_open_by_the_creator_binds_it_to_the_handle(self):
         name = self.name()
@@ -464,19 +484,18 @@ class StickyMkdirTest(MountTestCase):
                               'sys.stdin.read()'], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
             self.assertEqual(p.stdout.readline(), b'1\n')
-            time.sleep(0.1)
             self.assertTrue(os.path.isdir(path))
             p.kill()  # kill -9 with the handle open: the kernel's release destroys it
         finally:
             p.wait()
-        self.assertTrue(waitFor(lambda: not os.path.exists(path), timeout=3))
+        self.assertTrue(waitFor(lambda: not os.path.exists(path)))
 
     def test_without_the_sticky_bit_the_creator_does_not_matter(self):
         name = self.name()
         path = self.m.path('sessions', name)
         self.addCleanup(lambda: os.path.isdir(path) and os.rmdir(path))
         subprocess.run(['python3', '-c', f'import os; os.mkdir({path!r}, 0o700)'], check=True)
-        time.sleep(0.2)
+        self.watcherBarrier()  # whatever its creator's exit could do is done
         self.assertTrue(os.path.isdir(path))
         self.assertEqual(self.m.read(f'sessions/{name}/flags'), '\n')
 
@@ -533,7 +552,7 @@ class DaemonTest(MountTestCase):
     def tearDownClass(cls):
         pass
 
-    def runDaemon(self, args, timeout=10):
+    def runDaemon(self, args, timeout=WAIT_S):
         try:
             p = subprocess.run([daemonPath()] + args, capture_output=True, text=True, timeout=timeout,
                                stdin=subprocess.DEVNULL)
@@ -606,13 +625,13 @@ class DaemonTest(MountTestCase):
             proc = subprocess.Popen([daemonPath(), '-f', mnt], stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT)
             try:
-                self.assertTrue(waitFor(lambda: os.path.exists(os.path.join(mnt, 'version')), 10.0),
+                self.assertTrue(waitFor(lambda: os.path.exists(os.path.join(mnt, 'version'))),
                                 'pfmfsd did not mount')
                 with open(os.path.join(mnt, 'pmu/info')) as f:
                     backend = f.read().split()[0]
             finally:
                 proc.terminate()
-                proc.wait(timeout=10)
+                proc.wait(timeout=WAIT_S)
             log.seek(0)
             said = log.read()
             helper = os.path.exists(pfmfs_mount.HELPER_DEVICE)
@@ -637,7 +656,7 @@ class DaemonTest(MountTestCase):
             mnt = os.path.join(tmp, 'mnt')
             os.mkdir(mnt)
             p = subprocess.run([daemonPath()] + backendArgs(manual_clock=False) + [mnt], stdin=subprocess.DEVNULL,
-                               capture_output=True, text=True, timeout=30)
+                               capture_output=True, text=True, timeout=WAIT_S)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertTrue(os.path.ismount(mnt))
             try:
@@ -647,11 +666,16 @@ class DaemonTest(MountTestCase):
                 for set_id in (0, 1):
                     write(os.path.join(s, 'sets', str(set_id), 'pmc0'), f'{PMU.pmc_a}\n')
                     write(os.path.join(s, 'sets', str(set_id), 'switch'), 'time 1000000\n')
-                busy = subprocess.Popen([sys.executable, '-c', 'import time\nt = time.time() + 0.3\nwhile time.time() < t: pass'])
+                # The target waits for a go, then burns 300 ms of its CPU time
+                # and exits: alive at the load, running while counted.
+                busy = subprocess.Popen([sys.executable, '-c', 'import sys, time\nsys.stdin.readline()\n'
+                                         'end = time.thread_time_ns() + 300_000_000\n'
+                                         'while time.thread_time_ns() < end: pass'], stdin=subprocess.PIPE, text=True)
                 self.addCleanup(lambda: busy.poll() is None and (busy.kill(), busy.wait()))
                 write(os.path.join(s, 'ctl'), f'load {busy.pid}\n')
                 write(os.path.join(s, 'ctl'), 'start\n')
-                busy.wait(10)
+                busy.communicate('go\n', timeout=WAIT_S)
+                self.assertEqual(busy.returncode, 0)
                 self.assertTrue(waitFor(lambda: 'exited=1' in read(os.path.join(s, 'state'))),
                                 read(os.path.join(s, 'state')))
                 runs = int(parseKv(read(os.path.join(s, 'sets', '1', 'info')))['runs'])
@@ -661,7 +685,7 @@ class DaemonTest(MountTestCase):
                 subprocess.run(['umount', mnt], check=False)
                 self.assertTrue(waitFor(lambda: not os.path.ismount(mnt)))
             bad = subprocess.run([daemonPath()] + backendArgs() + [os.path.join(tmp, 'no', 'such')],
-                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=WAIT_S)
             self.assertEqual(bad.returncode, 2)
             self.assertIn('cannot create mount point', bad.stderr)
 
@@ -700,8 +724,8 @@ class DaemonTest(MountTestCase):
         fd = os.open(s.path('msg'), os.O_RDONLY)
         reader = Reader(fd, 64)
         reader.start()
-        time.sleep(0.2)
         try:
+            waitReading(reader)  # it waits in the kernel for the daemon's answer
             m.close(signal.SIGINT)
             self.assertTrue(reader.finished(), 'a blocked read outlived the daemon')
             self.assertEqual((reader.result, reader.error), (b'', None))  # end of file
@@ -720,10 +744,43 @@ class DaemonTest(MountTestCase):
         self.activeSession(m)
         m.sendSignal(signal.SIGKILL)
         self.assertEqual(m.waitExit(), -signal.SIGKILL)
-        self.assertTrue(waitFor(lambda: not os.path.ismount(m.mnt), timeout=30.0),
-                        'the mount outlived a killed daemon')
+        self.assertTrue(waitFor(lambda: not os.path.ismount(m.mnt)), 'the mount outlived a killed daemon')
         m._cleanupAfterFailure()
         m.proc = None
+
+    def keeperOf(self, m):
+        """The daemon's pfmfsd-unmount child (docs/pfmfsd.8.md): its pid."""
+        kids = []
+        for pid in filter(str.isdigit, os.listdir('/proc')):
+            try:
+                with open(f'/proc/{pid}/stat') as f:
+                    comm, rest = f.read().rsplit(')', 1)
+            except OSError:
+                continue
+            if comm.endswith('(pfmfsd-unmount') and int(rest.split()[1]) == m.proc.pid:
+                kids.append(int(pid))
+        self.assertEqual(len(kids), 1, f'children named pfmfsd-unmount of {m.proc.pid}: {kids}')
+        return kids[0]
+
+    def test_the_unmount_keeper_holds_the_socket_alone_and_ends_with_the_daemon(self):
+        m = self.startMount()
+        keeper = self.keeperOf(m)
+        fds = sorted(os.readlink(f'/proc/{keeper}/fd/{fd}').split(':')[0] for fd in os.listdir(f'/proc/{keeper}/fd'))
+        self.assertEqual(fds, ['anon_inode', 'socket'], 'fusermount3\'s socket and a pidfd of the daemon, nothing else')
+        self.assertIn('anon_inode:[pidfd]', [os.readlink(f'/proc/{keeper}/fd/{fd}') for fd in os.listdir(f'/proc/{keeper}/fd')])
+        with open(f'/proc/{keeper}/status') as f:
+            status = dict(line.rstrip('\n').split(':\t', 1) for line in f if ':\t' in line)
+        for which in ('CapEff', 'CapPrm', 'CapInh', 'CapAmb'):
+            self.assertEqual(int(status[which], 16), 0, which)
+        # A terminal's ^C, a service's SIGTERM, a hang-up are the daemon's to
+        # act on: the keeper ignores them, and outlives it.
+        ignored = int(status['SigIgn'], 16)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self.assertTrue(ignored & (1 << (sig - 1)), f'{sig.name} not ignored')
+        m.close()
+        self.assertTrue(waitFor(lambda: not os.path.exists(f'/proc/{keeper}') or
+                                open(f'/proc/{keeper}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'),
+                        'the keeper outlived the daemon')
 
     def test_umount_ends_the_daemon(self):
         m = self.startMount()
