@@ -13,7 +13,7 @@ import time
 
 import pfmfs_mount
 from pfmfs_mount import (INTEL, PMU, SIM, X86, X86_SLACK_HIGH_NS, X86_SLACK_NS, X86_TOLERANCE, HiddenTime, MountTestCase, countsLine, cpuNs, neg,
-                         parseKv, simOnly, stateLine)
+                         parseKv, simOnly, stateLine, waitFor)
 
 AVAIL = PMU.avail
 
@@ -395,7 +395,8 @@ class RealClockCountsTest(MountTestCase):
     manual_clock = False
 
     def test_cycles_follow_cpu_time(self):
-        burn = subprocess.Popen([sys.executable, '-c', 'import time\nt = time.time()\nwhile time.time() - t < 3: pass'])
+        # A busy loop that lives until the test kills it.
+        burn = subprocess.Popen([sys.executable, '-c', 'while True: pass'])
         self.addCleanup(burn.wait)
         self.addCleanup(burn.kill)
         s = self.newSession()
@@ -409,7 +410,9 @@ class RealClockCountsTest(MountTestCase):
         s.ctl(f'load {burn.pid}')
         s.ctl('start')
         c1 = cpuNs(burn.pid)
-        time.sleep(0.3)
+        # Counting until the burner has run 50 ms more, however long that
+        # takes on a busy machine.
+        waitFor(lambda: cpuNs(burn.pid) - c1 > 50_000_000, interval=0.005)
         c2 = cpuNs(burn.pid)
         cycles = s.readPmd(0)
         c3 = cpuNs(burn.pid)

@@ -16,9 +16,93 @@ import threading
 import time
 
 import pfmfs_mount
-from pfmfs_mount import MSG, PMU, SIM, MountTestCase, Reader, neg, ovflLine, simIp, simOnly, stateLine, waitFor
+from pfmfs_mount import MSG, PMU, SIM, WAIT_S, MountTestCase, Reader, neg, ovflLine, simIp, simOnly, stateLine, waitFor
 
 assert MSG.size == 64
+
+# System call numbers as /proc/PID/syscall shows them: read(2), and the calls
+# poll(2), select(2) and epoll_wait(2) are made of (python's select module
+# makes poll, pselect6 and epoll_wait on x86-64). None where not known: then
+# any system call will do.
+_MACHINE = os.uname().machine
+READ_NRS = {'x86_64': {0}, 'aarch64': {63}, 'riscv64': {63}}.get(_MACHINE)
+WAIT_NRS = {'x86_64': {7, 23, 232, 270, 271, 281, 441}, 'aarch64': {22, 72, 73, 441},
+            'riscv64': {22, 72, 73, 441}}.get(_MACHINE)
+
+
+def blockedIn(pid, tid, nrs, fd=None):
+    """Whether thread tid of process pid sleeps in one of the system calls
+    `nrs`, on file descriptor `fd` (its first argument) if given. A read of
+    /proc/.../syscall returns once a sleeping thread is off its cpu, and
+    says 'running' if it woke meanwhile."""
+    base = f'/proc/{pid}/task/{tid}'
+    try:
+        with open(f'{base}/stat') as f:
+            if f.read().rsplit(')', 1)[1].split()[0] != 'S':
+                return False
+        with open(f'{base}/syscall') as f:
+            fields = f.read().split()
+    except OSError:  # gone
+        return False
+    if fields[0] in ('running', '-1'):
+        return False
+    return (nrs is None or int(fields[0]) in nrs) and (fd is None or int(fields[1], 16) == fd)
+
+
+def waitBlockedIn(pid, tid, nrs, fd=None, timeout=WAIT_S):
+    """Returns once thread tid of process pid sleeps in one of the system
+    calls `nrs` (on `fd`, if given): a reader then waits in the kernel for
+    the daemon's answer, a poller for the daemon's notification."""
+    if not waitFor(lambda: blockedIn(pid, tid, nrs, fd), timeout, interval=0.001):
+        raise AssertionError(f'thread {tid} of process {pid} not asleep in system call {nrs} (fd {fd}) '
+                             f'after {timeout} s')
+
+
+def openFds(pid, path):
+    """The file descriptors of process pid open on `path`."""
+    fds = []
+    try:
+        for name in os.listdir(f'/proc/{pid}/fd'):
+            try:
+                if os.readlink(f'/proc/{pid}/fd/{name}') == path:
+                    fds.append(int(name))
+            except OSError:
+                pass
+    except OSError:  # gone
+        pass
+    return fds
+
+
+def waitReading(reader, timeout=WAIT_S):
+    """Returns once a Reader thread sleeps in its read(2)."""
+    waitBlockedIn(os.getpid(), reader.native_id, READ_NRS, reader.fd, timeout)
+
+
+class WhenWaiting(threading.Thread):
+    """Runs fn(*args) in a thread of its own once the thread that made it
+    sleeps in poll(2), select(2) or epoll_wait(2): whatever fn does then
+    must wake that thread. done() joins it and raises what it raised."""
+
+    def __init__(self, fn, *args):
+        super().__init__(daemon=True)
+        self.waiter = threading.get_native_id()
+        self.fn, self.args = fn, args
+        self.error = None
+        self.start()
+
+    def run(self):
+        try:
+            waitBlockedIn(os.getpid(), self.waiter, WAIT_NRS)
+            self.fn(*self.args)
+        except BaseException as e:  # for done()
+            self.error = e
+
+    def done(self):
+        self.join(WAIT_S)
+        if self.is_alive():
+            raise AssertionError(f'{self.fn} still running after {WAIT_S} s')
+        if self.error is not None:
+            raise self.error
 
 
 def notifying(s, pid, first=3000, long_reset=6000, extra=''):
@@ -303,11 +387,13 @@ class OverflowTest(MountTestCase):
         p = select.poll()
         p.register(fd, select.POLLIN)
         self.assertEqual(p.poll(0), [])
-        timer = threading.Timer(0.2, os.rmdir, args=(s.dir,))
-        timer.start()
-        self.addCleanup(timer.join)
-        events = p.poll(5000)
-        timer.join()  # the rmdir has returned
+        rmdir = WhenWaiting(os.rmdir, s.dir)
+        self.addCleanup(rmdir.join)
+        start = time.monotonic()
+        events = p.poll(WAIT_S * 1000)
+        # Woken, not found at the timeout (where the kernel polls once more).
+        self.assertLess(time.monotonic() - start, WAIT_S)
+        rmdir.done()  # the rmdir has returned
         self.assertEqual(len(events), 1)
         self.assertTrue(events[0][1] & (select.POLLIN | select.POLLHUP))
         self.assertEqual(os.read(fd, 4096), b'')
@@ -324,7 +410,7 @@ class OverflowTest(MountTestCase):
             'def stop(*args): raise Stop()\n'
             'signal.signal(signal.SIGUSR1, stop)\n'
             f'fd = os.open({s.path("messages")!r}, os.O_RDONLY)\n'
-            'print("ready", flush=True)\n'
+            'print("ready", fd, flush=True)\n'
             'try:\n'
             '    print("read", os.read(fd, 4096), flush=True)\n'
             'except Stop:\n'
@@ -332,11 +418,12 @@ class OverflowTest(MountTestCase):
         child = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE, text=True)
         self.addCleanup(child.wait)
         self.addCleanup(child.stdout.close)
-        self.assertEqual(child.stdout.readline(), 'ready\n')
-        time.sleep(0.3)
+        ready, fd = child.stdout.readline().split()
+        self.assertEqual(ready, 'ready')
+        waitBlockedIn(child.pid, child.pid, READ_NRS, int(fd))  # in the read, waiting for the daemon
         child.send_signal(signal.SIGUSR1)
         try:
-            out, _ = child.communicate(timeout=5)
+            out, _ = child.communicate(timeout=WAIT_S)
         except subprocess.TimeoutExpired:
             child.kill()
             self.fail('a blocked read ignored the signal')
@@ -351,9 +438,13 @@ class OverflowTest(MountTestCase):
         w = self.worker()
         pid = w.pid
         cat = subprocess.Popen(['cat', s.path('messages')], stdout=subprocess.DEVNULL)
-        time.sleep(0.3)
+        self.addCleanup(lambda: cat.poll() is None and (cat.kill(), cat.wait()))
+        # Killed once it waits in its read of the file for the daemon's answer.
+        self.assertTrue(waitFor(lambda: any(blockedIn(cat.pid, cat.pid, READ_NRS, fd)
+                                            for fd in openFds(cat.pid, s.path('messages')))),
+                        f'cat {cat.pid} never blocked in a read of messages')
         cat.kill()
-        self.assertEqual(cat.wait(timeout=5), -signal.SIGKILL)
+        self.assertEqual(cat.wait(timeout=WAIT_S), -signal.SIGKILL)
         notifying(s, pid)
         self.drive(w, 3000)
         self.assertEventually(s.state, stateLine('masked', target=pid, queued=1))
@@ -370,11 +461,14 @@ class OverflowTest(MountTestCase):
         readers = [Reader(fd) for fd in fds]
         for r in readers:
             r.start()
-        time.sleep(0.3)
+        for r in readers:
+            waitReading(r)
         self.drive(w, 3000)
-        self.assertTrue(waitFor(lambda: sum(not r.is_alive() for r in readers) == 1, timeout=5))
-        time.sleep(0.2)
-        self.assertEqual(sum(r.is_alive() for r in readers), 1)  # one message wakes one reader
+        self.assertTrue(waitFor(lambda: sum(not r.is_alive() for r in readers) == 1))
+        # One message wakes one reader: the other still waits in its read (and
+        # gets the next message below, not this one again nor nothing).
+        self.assertEqual([blockedIn(os.getpid(), r.native_id, READ_NRS, r.fd) for r in readers],
+                         [r.is_alive() for r in readers])
         s.ctl('restart')
         self.drive(w, 3000)
         for r in readers:
@@ -393,7 +487,7 @@ class OverflowTest(MountTestCase):
                 try:
                     reader = Reader(fd, size)
                     reader.start()
-                    time.sleep(0.3)
+                    waitReading(reader)
                     self.assertTrue(reader.is_alive(), 'the read did not block on an empty queue')
                     self.drive(w, 3000)  # from this thread: the overflow wakes the reader
                     self.assertTrue(reader.finished(), 'the blocked read was not woken')
@@ -408,10 +502,10 @@ class OverflowTest(MountTestCase):
                 s.ctl('restart')
                 s.pmd(0, '-3000 notify')  # the next overflow 1000 ns from here
 
-    def triggerLater(self, w, delay=0.3, n=3000):
-        """Drives n events on w in delay s, from another thread."""
-        t = threading.Timer(delay, self.drive, args=(w, n))
-        t.start()
+    def triggerWhenWaiting(self, w, n=3000):
+        """Drives n events on w from another thread, once this one sleeps in
+        poll(2), select(2) or epoll_wait(2)."""
+        t = WhenWaiting(self.drive, w, n)
         self.addCleanup(t.join)
         return t
 
@@ -425,10 +519,12 @@ class OverflowTest(MountTestCase):
         p = select.poll()
         p.register(fd, select.POLLIN)
         self.assertEqual(p.poll(0), [])
-        self.triggerLater(w)
+        t = self.triggerWhenWaiting(w)
         start = time.monotonic()
-        events = p.poll(5000)
-        self.assertLess(time.monotonic() - start, 4.5)
+        events = p.poll(WAIT_S * 1000)
+        # Woken, not found at the timeout (where the kernel polls once more).
+        self.assertLess(time.monotonic() - start, WAIT_S)
+        t.done()
         self.assertEqual(len(events), 1)
         self.assertEqual(events[0][0], fd)
         self.assertTrue(events[0][1] & select.POLLIN)
@@ -447,8 +543,9 @@ class OverflowTest(MountTestCase):
         self.addCleanup(ep.close)
         ep.register(fd, select.EPOLLIN)
         self.assertEqual(ep.poll(0), [])
-        self.triggerLater(w)
-        events = ep.poll(5)
+        t = self.triggerWhenWaiting(w)
+        events = ep.poll(WAIT_S)
+        t.done()
         self.assertEqual(len(events), 1)
         self.assertTrue(events[0][1] & select.EPOLLIN)
         self.assertOvflRecord(os.read(fd, 64), pid, pid, 1000)
@@ -466,10 +563,12 @@ class OverflowTest(MountTestCase):
         p = select.poll()
         p.register(fd, select.POLLIN | select.POLLPRI)
         self.assertEqual(p.poll(0), [])
-        t = self.triggerLater(w)
-        events = p.poll(5000)
+        t = self.triggerWhenWaiting(w)
+        start = time.monotonic()
+        events = p.poll(WAIT_S * 1000)
+        self.assertLess(time.monotonic() - start, WAIT_S)  # woken, not found at the timeout
         self.assertEqual(events, [(fd, select.POLLPRI)])  # masked, and no message
-        t.join()  # the drive is over (x86: the worker burns on after the overflow)
+        t.done()  # the drive is over (x86: the worker burns on after the overflow)
         s.ctl('restart')
         self.assertEqual(p.poll(0), [])
 
@@ -489,15 +588,15 @@ class OverflowTest(MountTestCase):
                 ep.register(fd, select.EPOLLIN | select.EPOLLPRI | select.EPOLLET)
                 self.assertEqual(ep.poll(0), [])
                 for round_ in range(2):
-                    t = self.triggerLater(w, n=6000 if round_ else 3000)
-                    events = ep.poll(5)
+                    t = self.triggerWhenWaiting(w, n=6000 if round_ else 3000)
+                    events = ep.poll(WAIT_S)
                     self.assertEqual(len(events), 1)
                     self.assertTrue(events[0][1] & select.EPOLLPRI)
                     self.assertEqual(bool(events[0][1] & select.EPOLLIN), flags == '')
                     self.assertEqual(ep.poll(0.2), [])  # edge-triggered: nothing new until the next one
                     if flags == '':
                         self.assertEqual(len(os.read(fd, 64)), 64)
-                    t.join()  # the drive is over (x86: the worker burns on after the overflow)
+                    t.done()  # the drive is over (x86: the worker burns on after the overflow)
                     s.ctl('restart')
 
     def test_select_woken_by_an_overflow(self):
@@ -508,8 +607,12 @@ class OverflowTest(MountTestCase):
         fd = os.open(s.path('messages'), os.O_RDONLY)
         self.addCleanup(os.close, fd)
         self.assertEqual(select.select([fd], [], [], 0)[0], [])
-        self.triggerLater(w)
-        readable, _, _ = select.select([fd], [], [], 5)
+        t = self.triggerWhenWaiting(w)
+        start = time.monotonic()
+        readable, _, _ = select.select([fd], [], [], WAIT_S)
+        # Woken, not found at the timeout (where the kernel polls once more).
+        self.assertLess(time.monotonic() - start, WAIT_S)
+        t.done()
         self.assertEqual(readable, [fd])
 
     def test_blocked_reader_gets_eof_when_the_session_goes(self):
@@ -521,7 +624,8 @@ class OverflowTest(MountTestCase):
             readers = [Reader(fds[0], 4096), Reader(fds[1], 64)]
             for r in readers:
                 r.start()
-            time.sleep(0.3)
+            for r in readers:
+                waitReading(r)
             self.assertTrue(all(r.is_alive() for r in readers))
             os.rmdir(s.dir)
             for r in readers:

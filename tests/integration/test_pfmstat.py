@@ -23,7 +23,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 
 import pfmfs_mount
 from pfmfs_mount import TEST_USER, MountTestCase, inCi, onlineCpus, perfOnly, simOnly, waitFor
@@ -115,6 +114,17 @@ class PfmstatTestCase(MountTestCase):
     def outFile(self):
         with open(self.out) as f:
             return f.read()
+
+    def commandOf(self, p):
+        """The pid of the command pfmstat runs (its one child)."""
+        with open(f'/proc/{p.pid}/task/{p.pid}/children') as f:
+            children = f.read().split()
+        self.assertEqual(len(children), 1, children)
+        return int(children[0])
+
+    def comm(self, pid):
+        with open(f'/proc/{pid}/comm') as f:
+            return f.read().strip()
 
 
 @simOnly
@@ -242,10 +252,25 @@ class ExactCountsTest(PfmstatTestCase):
         p = self.start('-x,', '-o', self.out, '-I', '50', '-e', 'cycles', 'sh', '-c', WAITER)
         self.ready(p)
         self.waitActive(p)
+
+        def counts():
+            """The count of every whole line printed so far."""
+            try:
+                text = self.outFile()
+            except FileNotFoundError:
+                return []
+            return [int(line.split(',')[1]) for line in text.split('\n')[:-1]]
+
+        # Each advance is one step of the clock: the interval printed next
+        # holds it whole. The second comes once the first is printed, so
+        # that they fall in two intervals however late pfmstat prints; then
+        # two intervals more, which counted nothing.
         self.m.advance(1 * MS)
-        time.sleep(0.3)
+        self.assertTrue(waitFor(lambda: 3 * MS in counts()), counts())
         self.m.advance(2 * MS)
-        time.sleep(0.2)
+        self.assertTrue(waitFor(lambda: 6 * MS in counts()), counts())
+        printed = len(counts())
+        self.assertTrue(waitFor(lambda: len(counts()) >= printed + 2), counts())
         self.release(p)
         self.assertEqual(self.finish(p)[0], 0)
         lines = [line.split(',') for line in self.outFile().splitlines()]
@@ -316,9 +341,12 @@ class SignalTest(PfmstatTestCase):
     def test_interrupt_reports_and_cleans_up(self):
         # sleep, not the shell's `read`: dash under -c catches SIGINT, and a
         # read it interrupts may return before the shell acts on it.
-        p = self.start('-x,', '-o', self.out, '-e', 'cycles', 'sh', '-c', 'echo ready; exec sleep 60')
+        p = self.start('-x,', '-o', self.out, '-e', 'cycles', 'sh', '-c', 'echo ready; exec sleep 1000')
         self.ready(p)
         self.waitActive(p)
+        # The interrupt for sleep itself, once the shell has become it.
+        command = self.commandOf(p)
+        self.assertTrue(waitFor(lambda: self.comm(command) == 'sleep'), self.comm(command))
         self.m.advance(1 * MS)
         # kill -INT of pfmstat alone is passed to the command, as a ^C would
         # have reached it; the counts so far are reported.
@@ -345,7 +373,7 @@ class SignalTest(PfmstatTestCase):
         self.ready(p)
         self.waitActive(p)
         p.kill()
-        p.wait(10)
+        p.wait(pfmfs_mount.WAIT_S)
         # The session's messages file was pfmstat's with autoclose.
         self.assertNoSession()
 
