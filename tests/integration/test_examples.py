@@ -11,11 +11,18 @@
 # and perf's are checked for structure and consistency: the
 # scaled estimate against the raw count, the CPU time (TASK_CLOCK) against
 # the time the set ran, page faults against what the target took.
+# Nothing races the machine's speed: a target that must work or exit while a
+# script counts it waits for a go until the session counts, and a script's
+# timed window (`sleep SECONDS`) that must hold that work is held by the
+# test until the work is done (HeldWindow); the real clock's daemon runs at
+# nice -20 (daemonFirst).
 #
 # Needs root and /dev/fuse (and perf_event_open for the perf run): without
 # them it exits 77 (skip), except under CI=true, where it fails instead.
+import errno
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -23,8 +30,8 @@ import unittest
 from pathlib import Path
 
 import pfmfs_mount
-from pfmfs_mount import (INTEL, PERF, PMU, SIM, TEST_USER, X86, X86_SLACK_HIGH_NS, X86_SLACK_NS, X86_TOLERANCE, HiddenTime, Mount, Worker,
-                         onlineCpus, simOnly, userGroups, userIds, waitFor)
+from pfmfs_mount import (INTEL, PERF, PMU, SIM, TEST_USER, WAIT_S, X86, X86_SLACK_HIGH_NS, X86_SLACK_NS, X86_TOLERANCE,
+                         HiddenTime, Mount, Worker, cpuNs, onlineCpus, simOnly, sleeper, userGroups, userIds, waitFor)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "docs" / "examples"
@@ -67,7 +74,7 @@ def fields(line):
 
 def processGone(pid):
     """True once pid has exited (a zombie waiting for a reaper counts as gone)."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -77,6 +84,97 @@ def processGone(pid):
             return True
         time.sleep(0.02)
     return False
+
+
+def daemonFirst(mount):
+    """Puts pfmfsd ahead of the processes the test runs: each of its threads
+    at nice -20 (the threads it starts later inherit it from the one that
+    starts them). Between an overflow and its mask, between reading a
+    target's time and the ioctl after it, between one set's disable and the
+    next one's enable, the target runs on while the daemon works:
+    microseconds, which the bounds allow. A daemon of nice 0 would also
+    wait there behind the busy targets themselves, for as long as the
+    scheduler gives them. At nice -20 no process of the test's comes before
+    it; other sessions' processes (weighed per session by the kernel's
+    autogroups) delay it by a scheduler slice when it wakes."""
+    for _ in range(2):  # again, for a thread started during the first pass
+        for tid in os.listdir(f"/proc/{mount.proc.pid}/task"):
+            try:
+                os.setpriority(os.PRIO_PROCESS, int(tid), -20)
+            except ProcessLookupError:
+                pass
+
+
+class SleepShim:
+    """A `sleep` of the test's, first in the PATH of a script run with
+    env(): after write(SECONDS, BODY), `sleep SECONDS` (that argument only)
+    runs BODY, a piece of sh; any other sleep is sleep(1) itself, exec'd
+    (the same pid)."""
+
+    REAL = shutil.which("sleep")
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="pfmfs-sleep-")
+
+    def write(self, seconds, body, stretch=None):
+        """With stretch=(S, LONGER), `sleep S` is sleep(1) for LONGER."""
+        shim = os.path.join(self.dir, "sleep")
+        with open(shim, "w") as f:
+            f.write("#!/bin/sh\n")
+            if stretch:
+                f.write(f'[ "$*" != "{stretch[0]}" ] || exec {self.REAL} {stretch[1]}\n')
+            f.write(f'[ "$*" = "{seconds}" ] || exec {self.REAL} "$@"\n{body}')
+        os.chmod(shim, 0o755)
+
+    def env(self):
+        return dict(os.environ, PATH=self.dir + os.pathsep + os.environ["PATH"])
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class HeldWindow(SleepShim):
+    """The counting window of count.sh -p and multiplex.sh, held by the
+    test. Each counts for `sleep SECONDS` of wall time; a test whose target
+    must do its work (or exit) inside that window would race the sleep, and
+    a signal cannot end the sleep early (the scripts' `set -e` takes its
+    status, 128 + the signal, for a failure and exits without the table).
+    Here `sleep SECONDS`, the window, returns 0 when the test calls end(),
+    whatever the time. The script's counts, table and exit are its own."""
+
+    LIMIT_S = 10 * WAIT_S  # a window nobody ends fails then (close() ends it sooner)
+
+    def __init__(self, seconds, stretch=None):
+        super().__init__()
+        self.fifo = os.path.join(self.dir, "end")
+        os.mkfifo(self.fifo)
+        self.write(seconds, f"timeout {self.LIMIT_S:.0f} sh -c 'read -r _ < \"$0\"' {self.fifo} && exit 0\n"
+                            f'echo "sleep {seconds}: the test did not end the window in {self.LIMIT_S:.0f} s" >&2\n'
+                            "exit 1\n", stretch)
+
+    def _tryEnd(self):
+        """Ends the window if the script waits in it; False if it does not."""
+        try:
+            fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno not in (errno.ENXIO, errno.ENOENT):  # ENXIO: no reader, no sleep in the window
+                raise
+            return False
+        try:
+            os.write(fd, b"end\n")
+        finally:
+            os.close(fd)
+        return True
+
+    def end(self, script):
+        """Ends the window once `script` is in it (it may still be on its way
+        there), or returns when the script has exited without it."""
+        ended = waitFor(lambda: self._tryEnd() or script.poll() is not None)
+        assert ended, f"{script.args} never reached its window in {WAIT_S} s"
+
+    def close(self):
+        self._tryEnd()
+        super().close()
 
 
 class ExampleTest(unittest.TestCase):
@@ -95,19 +193,78 @@ class ExampleTest(unittest.TestCase):
 
     def setUp(self):
         self.targets = []
+        self.scripts = []
+        self.windows = []
 
     def tearDown(self):
+        # A test that failed half-way: its windows end and its targets go,
+        # then its scripts finish as they would (removing their sessions).
+        for w in self.windows:
+            w.close()
         for t in self.targets:
             if t.poll() is None:
                 t.kill()
             t.wait()
+        for script in self.scripts:
+            try:
+                script.communicate(timeout=SCRIPT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                script.kill()
+                script.communicate()
         # Every example removes the sessions it made, on success and on failure.
         self.assertEqual(sorted(os.listdir(self.mnt / "sessions")), [])
 
-    def spawn(self, *argv):
-        p = subprocess.Popen(list(argv))
+    def spawn(self, *argv, **kwargs):
+        p = subprocess.Popen(list(argv), **kwargs)
         self.targets.append(p)
         return p
+
+    def goTarget(self, loop_to):
+        """`sh` that waits for a go on its stdin, then counts to loop_to (some
+        CPU time) and exits: it does all of that while a session counts it,
+        once go() sent the go."""
+        return self.spawn("sh", "-c", f"read go; i=0; while [ $i -lt {loop_to} ]; do i=$((i + 1)); done",
+                          stdin=subprocess.PIPE, text=True)
+
+    def go(self, target):
+        """Sends the go and waits for the target to exit (reaped)."""
+        target.communicate("go\n", timeout=SCRIPT_TIMEOUT_S)
+
+    def holdWindow(self, seconds, stretch=None):
+        w = HeldWindow(seconds, stretch)
+        self.windows.append(w)
+        return w
+
+    def startScript(self, script, *args, window=None):
+        """sh docs/examples/SCRIPT ARGS in the background, its output piped;
+        with `window`, the window held (HeldWindow)."""
+        p = subprocess.Popen(["sh", str(EXAMPLES / script), *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=window.env() if window else None)
+        self.scripts.append(p)
+        return p
+
+    def state(self, session):
+        """sessions/SESSION/state, or '' while there is none."""
+        try:
+            return (self.mnt / "sessions" / session / "state").read_text()
+        except OSError:
+            return ""
+
+    def waitCounting(self, script, session):
+        """Returns once SESSION (of the running `script`) counts: its state is
+        active, so its target is loaded and started. Fails with the script's
+        output if it exits first."""
+        waitFor(lambda: self.state(session).startswith("state=active ") or script.poll() is not None)
+        if script.poll() is not None:
+            out, err = script.communicate()
+            self.fail(f"{script.args} exited {script.returncode} before {session} counted\n{out}{err}")
+        self.assertTrue(self.state(session).startswith("state=active "), f"{session} never counted: "
+                        f"{self.state(session)!r}")
+
+    def finish(self, script):
+        """The script's result, once it has exited."""
+        out, err = script.communicate(timeout=SCRIPT_TIMEOUT_S)
+        return subprocess.CompletedProcess(script.args, script.returncode, out, err)
 
     def startSleeper(self):
         return self.spawn("sleep", "600").pid
@@ -141,7 +298,8 @@ class ExampleTest(unittest.TestCase):
         reads it around each enable and disable. The two differ by what the
         thread runs between the engine's read and its ioctl: microseconds per
         switch or restart on an idle machine, milliseconds when the daemon
-        waits for a CPU (the read comes before the enable, so mostly less).
+        waits for a CPU (the read comes before the enable, so mostly less),
+        which at nice -20 (daemonFirst) it does not behind the target.
         A sanitized daemon on a busy 2-cpu machine was seen 7 ms over in a
         1 s run: the bound is 2% of the running time plus 1 ms. Each of
         `masks` overflow notifications (a disable, then an enable at restart)
@@ -263,9 +421,14 @@ class ManualClockTest(ExampleTest):
                          "samples=3 period=50000 instructions=6000000 enabled_ns=3000000")
 
     def test_overflow_reports_the_thread_exit(self):
-        target = self.spawn("sleep", "0.5")
-        r = run("overflow.sh", self.mnt, "-n", 1000, "-P", 3000000000, "-p", target.pid)
-        target.wait()
+        # The target exits once the script's session counts it (a go on its
+        # stdin): meanwhile the script moves virtual time 1 ms at a time, a
+        # sample every second of it, and then gets the end message.
+        target = self.goTarget(0)
+        script = self.startScript("overflow.sh", self.mnt, "-n", 1000, "-P", 3000000000, "-p", target.pid)
+        self.waitCounting(script, f"ovfl-{script.pid}")
+        self.go(target)
+        r = self.finish(script)
         self.assertRan(r)
         lines = r.stdout.splitlines()
         self.assertRegex(lines[-2], r"^the thread exited: type=end seq=\d+$")
@@ -277,11 +440,31 @@ class RealClockTest(ExampleTest):
     time is its CPU time) or perf's. Expectations are per backend."""
     manual_clock = False
 
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        daemonFirst(cls.mount)
+
     # ---- multiplex.sh
 
     def test_multiplex_busy_loop_counts_and_sleeper_does_not(self):
+        # The window (the script's `sleep 1`) lasts until the busy loop has
+        # had 150 ms of CPU time in it, by the kernel's clock: however busy
+        # the machine, it got that much while counted. (The engine's time of
+        # a running thread may lag that clock by a tick on x86, which reads
+        # schedstat: 100 ms is asserted.) The script's sleeper, `sleep 30`,
+        # must outlive the window: it sleeps 600 s (the script kills it).
+        window = self.holdWindow(1, stretch=("30", "600"))
         began = time.monotonic_ns()
-        r = run("multiplex.sh", self.mnt, "-t", 1)
+        script = self.startScript("multiplex.sh", self.mnt, "-t", 1, window=window)
+        busy_session = f"mux-busy-{script.pid}"
+        self.waitCounting(script, busy_session)
+        busy_pid = int(fields(self.state(busy_session))["target"])
+        inside = cpuNs(busy_pid)
+        self.assertTrue(waitFor(lambda: cpuNs(busy_pid) - inside >= 150_000_000),
+                        f"the busy loop did not get 150 ms of CPU in {WAIT_S} s")
+        window.end(script)
+        r = self.finish(script)
         took = time.monotonic_ns() - began
         self.assertRan(r)
         self.assertEqual(r.stdout.splitlines()[0], f"{HEADER} clock=real: 2 sets switched every 1000000 ns for 1 s")
@@ -289,12 +472,12 @@ class RealClockTest(ExampleTest):
         self.assertEqual([(row["process"], row["event"]) for row in rows],
                          [(p, e) for p in ("busy", "sleep") for e in SET0 + SET1])
         busy, sleep = rows[:4], rows[4:]
+        self.assertEqual(int(busy[0]["pid"]), busy_pid)
         enabled = int(busy[0]["enabled_ns"])
-        self.assertGreater(enabled, 100_000_000, "the busy loop got under 100 ms of CPU in 1 s")
-        # Its CPU time in the 1 s window; in the guest, where the script's
-        # own steps around the window take most of a second more, no more
-        # than the script's whole run.
-        self.assertLessEqual(enabled, took if X86 else 1_500_000_000)
+        self.assertGreater(enabled, 100_000_000, "the busy loop got under 100 ms of CPU in the window")
+        # Its CPU time in the window: no more than the script's whole run (a
+        # single thread's CPU time cannot outrun the wall clock).
+        self.assertLessEqual(enabled, took)
         running = {0: int(busy[0]["running_ns"]), 1: int(busy[2]["running_ns"])}
         # Both sets ran, and together for all the time the session counted.
         self.assertGreater(running[0], 0)
@@ -408,33 +591,41 @@ class RealClockTest(ExampleTest):
             self.assertEqual(faults, faults_too)
             self.assertCpuTime(cpu, rows[2][2], lines)
 
+    def test_count_a_thread_for_a_real_second(self):
+        # count.sh's own window, a real `sleep 1` (the tests below hold it),
+        # on a thread asleep all along: it ran (almost) nothing meanwhile.
+        with sleeper() as target:
+            began = time.monotonic_ns()
+            r = run("count.sh", self.mnt, "-p", target.pid, "-t", 1)
+            took = time.monotonic_ns() - began
+        self.assertRan(r)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[:2], [f"{HEADER} clock=real", f"counted: thread {target.pid} for 1s"])
+        self.assertGreaterEqual(took, 1_000_000_000)
+        rows = self.countRows(lines)
+        self.assertEqual([ev for ev, _, _ in rows], COUNT_EVENTS)
+        for ev, _, running in rows:
+            self.assertLess(running, 50_000_000, f"{ev}: sleep(1000) ran 50 ms of CPU")
+
     def test_count_a_running_thread(self):
-        # count.sh -p TID counts for -t seconds; the thread works meanwhile.
+        # count.sh -p TID counts for -t seconds; the thread works meanwhile:
+        # the test holds the window (HeldWindow) from the session's start
+        # until the work is done, however long the work takes.
         w = Worker()
         self.addCleanup(w.close)
-        script = subprocess.Popen(["sh", str(EXAMPLES / "count.sh"), str(self.mnt), "-p", str(w.tid), "-t", "2"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.targets.append(script)
-
-        def started():
-            for name in os.listdir(self.mnt / "sessions"):
-                try:
-                    if (self.mnt / "sessions" / name / "state").read_text().startswith("state=active"):
-                        return True
-                except OSError:
-                    pass
-            return False
-
-        self.assertTrue(waitFor(started, 10), "count.sh did not start its session")
+        window = self.holdWindow(2)
+        script = self.startScript("count.sh", self.mnt, "-p", w.tid, "-t", 2, window=window)
+        self.waitCounting(script, f"count-{script.pid}")
         cpu_before = w.cpuNs()
         hidden = HiddenTime()
         before = w.faults()
         took = w.fault(1000)
         after = w.faults()
         cpu_after = w.cpuNs()
-        out, err = script.communicate(timeout=SCRIPT_TIMEOUT_S)
-        self.assertEqual(script.returncode, 0, err)
-        lines = out.splitlines()
+        window.end(script)
+        r = self.finish(script)
+        self.assertRan(r)
+        lines = r.stdout.splitlines()
         self.assertEqual(lines[:2], [f"{HEADER} clock=real", f"counted: thread {w.tid} for 2s"])
         rows = self.countRows(lines)
         self.assertEqual([ev for ev, _, _ in rows], COUNT_EVENTS)
@@ -469,9 +660,19 @@ class RealClockTest(ExampleTest):
             self.assertLessEqual(second, after - before)
 
     def test_count_a_thread_that_exits_while_counted(self):
-        target = self.spawn("sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done; sleep 0.3")
-        r = run("count.sh", self.mnt, "-p", target.pid, "-t", 1)
-        target.wait()
+        # The target runs its loop and exits once the session counts it (a
+        # go on its stdin); the window stays open until the session has
+        # seen the exit (it unloads itself: exited=1).
+        target = self.goTarget(20000)
+        window = self.holdWindow(1)
+        script = self.startScript("count.sh", self.mnt, "-p", target.pid, "-t", 1, window=window)
+        session = f"count-{script.pid}"
+        self.waitCounting(script, session)
+        self.go(target)
+        self.assertTrue(waitFor(lambda: "exited=1" in self.state(session).split()),
+                        f"{session} did not see its target exit: {self.state(session)!r}")
+        window.end(script)
+        r = self.finish(script)
         self.assertRan(r)
         lines = r.stdout.splitlines()
         self.assertEqual(lines[:2], [f"{HEADER} clock=real",
@@ -514,7 +715,9 @@ class RealClockTest(ExampleTest):
     # ---- overflow.sh
 
     def test_overflow_loop_on_a_busy_loop(self):
+        began = time.monotonic_ns()
         r = run("overflow.sh", self.mnt, "-n", 5)
+        took = time.monotonic_ns() - began
         self.assertRan(r)
         lines = r.stdout.splitlines()
         event = "UNHALTED_CORE_CYCLES" if INTEL else "TASK_CLOCK"
@@ -547,17 +750,20 @@ class RealClockTest(ExampleTest):
             # counters): instructions, at 2 per ns on the same clock, at least
             # 2/3 of that. The engine's time lags the PMU by up to a tick of
             # the running thread (see test_overflow_period_and_event_of_a_thread):
-            # no bound below but that time passed.
+            # no bound below but that time passed, and above, what the
+            # thread ran until each mask, bounded as there.
             self.assertEqual(list(summary), ["samples", "period", "instructions", "enabled_ns"])
             self.assertGreater(enabled, 0)
-            self.assertLess(enabled, 200_000_000)
+            self.assertLessEqual(enabled, took)
             instructions = int(summary["instructions"])
             self.assertGreaterEqual(instructions, 5 * (2000000 // 3))
             self.assertLessEqual(instructions, 2 * (enabled * (1 + X86_TOLERANCE) + X86_SLACK_HIGH_NS))
         else:
             # Each sample is about 1 ms of CPU time (perf's clock overflows
             # come from a timer); the thread runs on between the overflow and
-            # the mask, and that time counts towards the next sample.
+            # the mask, and that time counts towards the next sample: the
+            # daemon's reaction, a scheduler slice at most at nice -20
+            # (daemonFirst), however loaded the machine.
             self.assertEqual(list(summary), ["samples", "period", "task_clock", "enabled_ns"])
             self.assertGreaterEqual(enabled, 4_000_000)
             self.assertLess(enabled, 200_000_000)
@@ -581,7 +787,9 @@ class RealClockTest(ExampleTest):
                     "    m.close()\n")
             target = self.spawn("python3", "-c", prog)
             event, period = "page-faults", 1000
+        began = time.monotonic_ns()
         r = run("overflow.sh", self.mnt, "-n", 3, "-P", period, "-e", event, "-p", target.pid)
+        took = time.monotonic_ns() - began
         self.assertRan(r)
         lines = r.stdout.splitlines()
         self.assertEqual(lines[0], f"{HEADER} clock=real: a notification every {period} {event} "
@@ -608,11 +816,14 @@ class RealClockTest(ExampleTest):
             # passed. Above, the time the thread runs on after each interrupt
             # until the daemon masks (the module froze the counters, the
             # engine's time goes on): in the QEMU guest several ms each (7 ms
-            # seen), so the busy loop's 200 ms. Instructions, counted by the
-            # PMU itself at 2 per ns: at least 2 ms of them per sample, and no
-            # more than the time enabled allows.
+            # seen), and without bound when the host, busy, takes the cpu
+            # the daemon is on away from the guest (no priority inside the
+            # guest helps): no more than the script's whole run, as the
+            # thread's CPU time cannot outrun the wall clock. Instructions,
+            # counted by the PMU itself at 2 per ns: at least 2 ms of them
+            # per sample, and no more than the time enabled allows.
             self.assertGreater(enabled, 0)
-            self.assertLess(enabled, 200_000_000)
+            self.assertLessEqual(enabled, took)
             instructions = int(summary["instructions"])
             self.assertGreaterEqual(instructions, 6_000_000 * (1 - X86_TOLERANCE))
             self.assertLessEqual(instructions, 2 * (enabled * (1 + X86_TOLERANCE) + X86_SLACK_HIGH_NS))
@@ -624,27 +835,12 @@ class RealClockTest(ExampleTest):
         # The target runs its loop only once the script's session counts it
         # (a go on its stdin), then exits: however fast the loop or slow the
         # script, the exit comes while the session is loaded.
-        target = subprocess.Popen(["sh", "-c", "read go; i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done"],
-                                  stdin=subprocess.PIPE, text=True)
-        self.targets.append(target)
+        target = self.goTarget(20000)
         # A period no thread reaches here: the only message is the end.
-        script = subprocess.Popen(["sh", str(EXAMPLES / "overflow.sh"), str(self.mnt), "-n", "1000",
-                                   "-P", "3000000000000", "-p", str(target.pid)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.targets.append(script)
-        state = self.mnt / "sessions" / f"ovfl-{script.pid}" / "state"
-
-        def counting():
-            try:
-                return state.read_text().startswith("state=active ")
-            except OSError:
-                return False
-        started = waitFor(lambda: counting() or script.poll() is not None, timeout=SCRIPT_TIMEOUT_S)
-        self.assertTrue(started and script.poll() is None, f"overflow.sh never started counting: "
-                        f"{script.poll()} {script.stderr.read() if script.poll() is not None else ''}")
-        target.communicate("go\n")
-        out, err = script.communicate(timeout=SCRIPT_TIMEOUT_S)
-        r = subprocess.CompletedProcess(script.args, script.returncode, out, err)
+        script = self.startScript("overflow.sh", self.mnt, "-n", 1000, "-P", 3000000000000, "-p", target.pid)
+        self.waitCounting(script, f"ovfl-{script.pid}")
+        self.go(target)
+        r = self.finish(script)
         self.assertRan(r)
         lines = r.stdout.splitlines()
         self.assertEqual(len(lines), 3, lines)
