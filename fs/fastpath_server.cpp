@@ -16,6 +16,7 @@
 
 #include "fs/filesystem.h"
 #include "fs/log.h"
+#include "pmu/daemon_thread.h"
 
 namespace pfmfs::fs {
 
@@ -86,7 +87,7 @@ Result<std::unique_ptr<FastPathServer>> FastPathServer::start(Filesystem& fs) {
 
 FastPathServer::FastPathServer(Filesystem& fs, pmu::Fd listener, pmu::Fd wake, std::string name)
     : fs_(fs), listener_(std::move(listener)), wake_(std::move(wake)), name_(std::move(name)) {
-  thread_ = std::thread([this] { run(); });
+  thread_ = startDaemonThread("pfmfs-fastpath", [this] { run(); });
 }
 
 FastPathServer::~FastPathServer() {

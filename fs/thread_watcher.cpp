@@ -13,6 +13,7 @@
 #include <string>
 
 #include "fs/log.h"
+#include "pmu/daemon_thread.h"
 
 namespace pfmfs::fs {
 namespace {
@@ -45,7 +46,7 @@ ThreadWatcher::ThreadWatcher(ExitFn on_exit) : on_exit_(std::move(on_exit)) {
   ev.events = EPOLLIN;
   ev.data.u64 = UINT64_MAX;  // not a tid
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  thread_ = std::thread([this] { run(); });
+  thread_ = startDaemonThread("pfmfs-watcher", [this] { run(); });
 }
 
 ThreadWatcher::~ThreadWatcher() {

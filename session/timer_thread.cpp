@@ -4,11 +4,13 @@
 #include <chrono>
 #include <vector>
 
+#include "pmu/daemon_thread.h"
 #include "session/session.h"
 
 namespace pfmfs::session {
 
-TimerThread::TimerThread(std::uint64_t tick_ns) : tick_ns_(tick_ns), thread_([this] { run(); }) {}
+TimerThread::TimerThread(std::uint64_t tick_ns)
+    : tick_ns_(tick_ns), thread_(startDaemonThread("pfmfs-timer", [this] { run(); })) {}
 
 TimerThread::~TimerThread() { stop(); }
 

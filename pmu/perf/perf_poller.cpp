@@ -1,6 +1,8 @@
 // The perf backend's epoll thread.
 #include "pmu/perf/perf_poller.h"
 
+#include "pmu/daemon_thread.h"
+
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -21,7 +23,7 @@ Result<std::unique_ptr<Poller>> Poller::create() {
   ev.data.u64 = 0;
   if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, wake.get(), &ev) < 0) return err(errno, "epoll_ctl: {}", std::strerror(errno));
   std::unique_ptr<Poller> p(new Poller(std::move(ep), std::move(wake)));
-  p->thread_ = std::thread([q = p.get()] { q->run(); });
+  p->thread_ = startDaemonThread("pfmfs-poller", [q = p.get()] { q->run(); });
   return p;
 }
 

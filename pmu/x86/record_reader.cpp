@@ -1,6 +1,8 @@
 // The x86 backend's record thread.
 #include "pmu/x86/record_reader.h"
 
+#include "pmu/daemon_thread.h"
+
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -15,7 +17,7 @@ Result<std::unique_ptr<RecordReader>> RecordReader::create(HelperDevice& device)
   Fd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) return err(errno, "eventfd: {}", std::strerror(errno));
   std::unique_ptr<RecordReader> r(new RecordReader(device, std::move(wake)));
-  r->thread_ = std::thread([q = r.get()] { q->run(); });
+  r->thread_ = startDaemonThread("pfmfs-records", [q = r.get()] { q->run(); });
   return r;
 }
 
