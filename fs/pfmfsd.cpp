@@ -18,6 +18,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -237,6 +238,27 @@ class Background {
   int ready_fd_ = -1;
 };
 
+// Requests the kernel sent before the loop ended that no worker took (a
+// read of `messages` begun just before the signal, say) would fail with
+// ECONNABORTED at the unmount. They are answered now, against the
+// destroyed sessions: a read of messages gets its end of file, as pfmfsd(8)
+// promises, anything else what a gone session gives. Only what is queued
+// already, and at most a bounded number, so that a client cannot hold the
+// exit.
+void answerLeftRequests(fuse_session* se) {
+  const int fd = fuse_session_fd(se);
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return;
+  fuse_session_reset(se);  // an exited session drops what it receives
+  fuse_buf buf{};
+  for (int i = 0; i < 1000; ++i) {
+    if (fuse_session_receive_buf(se, &buf) <= 0) break;  // -EAGAIN: none left
+    fuse_session_process_buf(se, &buf);
+  }
+  std::free(buf.mem);
+  fuse_session_exit(se);
+}
+
 int serve(DaemonOptions& o) {
   // mount(8)'s options that mean nothing here (-o nofail,_netdev, ...): said
   // at debug level, so that a mount through fstab stays quiet.
@@ -333,6 +355,7 @@ int serve(DaemonOptions& o) {
   engine.shutdown();
   filesystem.shutdown();
   engine.setObserver(nullptr);
+  answerLeftRequests(se);
   fuse_remove_signal_handlers(se);
   raiseCapability(CAP_SYS_ADMIN);
   fuse_session_unmount(se);
