@@ -13,7 +13,9 @@
 namespace pfmfs::testing {
 
 // A thread that runs jobs on request and reports its tid: the target of the
-// real-clock tests. It blocks between jobs, so its CPU time stands still.
+// real-clock tests. It blocks between jobs, so its CPU time stands still;
+// run() returns a moment before it blocks: waitOffCpu(tid()) (cpu_time.h)
+// waits for that, where a reading of its CPU time must be exact.
 class Worker {
  public:
   Worker() : thread_([this] { run(); }) {
