@@ -47,6 +47,9 @@ using session::State;
 using session::SwitchSpec;
 
 constexpr std::uint64_t kMs = 1'000'000;
+// How long a test may take before the watchdog calls it a deadlock: longer
+// than a storm may run (stormFor) on the slowest machine.
+constexpr std::chrono::seconds kDeadlock{180};
 
 // Aborts the process if the test does not finish in time: a deadlock must
 // fail loudly, not hang the suite.
@@ -134,6 +137,9 @@ bool expectedError(int code) {
       return false;
   }
 }
+
+// The operations a storm runs at the least, however long that takes.
+constexpr std::uint64_t kStormOps = 1000;
 
 struct Tally {
   std::atomic<std::uint64_t> ops{0};
@@ -396,7 +402,17 @@ class Storm {
 
 // Runs `threads` workers of the storm for `how_long`; the first `advancers`
 // of them also move the manual clock.
-void runStorm(Storm& storm, unsigned threads, unsigned advancers, std::chrono::milliseconds how_long) {
+// Lets a storm run for `at_least`, and on until `enough` says it did what
+// its checks need (a minute at most): a slow or busy machine, or TSan, runs
+// fewer operations in the same time.
+void stormFor(std::chrono::milliseconds at_least, const std::function<bool()>& enough) {
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(at_least);
+  while (!enough() && std::chrono::steady_clock::now() - start < std::chrono::minutes(1))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+void runStorm(Storm& storm, Tally& tally, unsigned threads, unsigned advancers, std::chrono::milliseconds how_long) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> pool;
   for (unsigned i = 0; i < threads; ++i)
@@ -404,7 +420,7 @@ void runStorm(Storm& storm, unsigned threads, unsigned advancers, std::chrono::m
       std::mt19937_64 rng(0x5eed + i);
       while (!stop.load(std::memory_order_relaxed)) storm.one(rng, i < advancers);
     });
-  std::this_thread::sleep_for(how_long);
+  stormFor(how_long, [&tally] { return tally.ops.load() > kStormOps; });
   stop.store(true);
   for (auto& t : pool) t.join();
 }
@@ -415,7 +431,7 @@ void report(const Tally& t) {
                                                    static_cast<unsigned long long>(n.second));
   EXPECT_EQ(t.unexpected.load(), 0u);
   for (const auto& w : t.what) ADD_FAILURE() << "unexpected error: " << w;
-  EXPECT_GT(t.ops.load(), 1000u) << "the storm hardly ran";
+  EXPECT_GT(t.ops.load(), kStormOps) << "the storm hardly ran, in a minute";
 }
 
 // ------------------------------------------------------------------------
@@ -446,7 +462,7 @@ TEST(Liveness, LoneSetWithTimeSwitchManualClock) {
         if (s->state().state != State::Active) return 18;
         return 0;
       },
-      5000ms);
+      std::chrono::minutes(1));
   EXPECT_NE(rc, -1) << "advanceManualClock never returned: with a single set whose switch timeout expires, "
                        "Session::catchUpTo loops forever (switchTo(itself) returns at once and never resets "
                        "set_elapsed_, so the next step is 0 ns) while holding the session lock";
@@ -479,7 +495,7 @@ TEST(Liveness, LoneSetWithOverflowSwitchManualClock) {
         if (!v.ok() || v->value != ~std::uint64_t{0} - 2999 + 1500) return 18;
         return 0;
       },
-      5000ms);
+      std::chrono::minutes(1));
   EXPECT_NE(rc, -1) << "advanceManualClock never returned";
   EXPECT_EQ(rc, 0);
 }
@@ -487,7 +503,7 @@ TEST(Liveness, LoneSetWithOverflowSwitchManualClock) {
 // ------------------------------------------------------------------------
 
 TEST(Concurrency, ManualClockStorm) {
-  Watchdog dog(60s);
+  Watchdog dog(kDeadlock);
   SimConfig cfg;
   cfg.width = 16;  // cycles wrap every 21.8 us: overflows everywhere
   cfg.engine.max_messages = 8;
@@ -499,7 +515,7 @@ TEST(Concurrency, ManualClockStorm) {
   ASSERT_TRUE(s0 && s1);
   Tally tally;
   Storm storm(e, tally, {p0.tid(), p1.tid(), p2.tid()}, {s0, s1}, 6, 100);
-  runStorm(storm, 10, 2, 1500ms);
+  runStorm(storm, tally, 10, 2, 1500ms);
 
   report(tally);
   const std::uint64_t total = storm.advanced.load();
@@ -512,7 +528,7 @@ TEST(Concurrency, ManualClockStorm) {
 }
 
 TEST(Concurrency, SameNamesRace) {
-  Watchdog dog(60s);
+  Watchdog dog(kDeadlock);
   SimEngine e;
   Target p(false);
   std::atomic<bool> stop{false};
@@ -541,7 +557,7 @@ TEST(Concurrency, SameNamesRace) {
         }
       }
     });
-  std::this_thread::sleep_for(1000ms);
+  stormFor(1000ms, [&created] { return created.load() > 10; });
   stop.store(true);
   for (auto& t : pool) t.join();
   EXPECT_EQ(bad.load(), 0u);
@@ -564,7 +580,7 @@ TEST(Concurrency, SameNamesRace) {
 TEST(Concurrency, OneSessionManyHands) {
   // Everyone on one loaded, active session: reads, writes to the active and
   // the inactive set, start/stop, and the clock.
-  Watchdog dog(60s);
+  Watchdog dog(kDeadlock);
   SimConfig cfg;
   cfg.width = 16;
   SimEngine e(cfg);
@@ -598,7 +614,7 @@ TEST(Concurrency, OneSessionManyHands) {
         }
       }
     });
-  std::this_thread::sleep_for(1000ms);
+  stormFor(1000ms, [&tally] { return tally.ops.load() > kStormOps; });
   stop.store(true);
   for (auto& t : pool) t.join();
   report(tally);
@@ -614,7 +630,7 @@ TEST(Concurrency, OneSessionManyHands) {
 }
 
 TEST(Concurrency, RealClockStorm) {
-  Watchdog dog(60s);
+  Watchdog dog(kDeadlock);
   SimConfig cfg;
   cfg.clock = pmu::ClockKind::Real;
   cfg.width = 24;  // a wrap every 5.6 ms of cycles: emulation at work, at a rate any build keeps up with
@@ -629,7 +645,7 @@ TEST(Concurrency, RealClockStorm) {
   ASSERT_TRUE(s0 && s1);
   Tally tally;
   Storm storm(e, tally, {p0.tid(), b2.tid(), b0.tid()}, {s0, s1}, 4, 3 * kMs);  // >= 1 ms of cycles
-  runStorm(storm, 8, 0, 1000ms);
+  runStorm(storm, tally, 8, 0, 1000ms);
 
   report(tally);
   // The timer thread kept the stable sessions' hardware moving; their relations are exact.
@@ -641,7 +657,7 @@ TEST(Concurrency, RealClockStorm) {
 }
 
 TEST(Concurrency, RealClockLoadUnloadAndDestroyAgainstTheTimer) {
-  Watchdog dog(60s);
+  Watchdog dog(kDeadlock);
   SimConfig cfg;
   cfg.clock = pmu::ClockKind::Real;
   cfg.engine.tick_ns = kMs;
@@ -688,7 +704,7 @@ TEST(Concurrency, RealClockLoadUnloadAndDestroyAgainstTheTimer) {
         }
       }
     });
-  std::this_thread::sleep_for(1000ms);
+  stormFor(1000ms, [&tally] { return tally.ops.load() > kStormOps; });
   stop.store(true);
   for (auto& t : pool) t.join();
   report(tally);

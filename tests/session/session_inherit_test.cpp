@@ -108,9 +108,9 @@ class Inherit : public ::testing::Test {
     Status st = s_->start();
     ASSERT_TRUE(st.ok()) << st.error().reason;
   }
-  // Waits (a few seconds at most) until the engine's state satisfies `ok`.
+  // Waits (a minute at most) until the engine's state satisfies `ok`.
   StateInfo waitState(const std::function<bool(const StateInfo&)>& ok) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
     StateInfo i = s_->state();
     while (!ok(i) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

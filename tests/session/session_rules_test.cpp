@@ -186,9 +186,9 @@ std::uint64_t countOf(Session& s, unsigned set, unsigned pmd_index) {
   return 0xdeadbeef;
 }
 
-// Waits until /proc no longer knows thread `tid`.
+// Waits (a minute at most) until /proc no longer knows thread `tid`.
 bool waitThreadGone(pid_t tid) {
-  for (int i = 0; i < 5000; ++i) {
+  for (int i = 0; i < 60000; ++i) {
     if (!pfmfs::pmu::threadIds(tid)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
