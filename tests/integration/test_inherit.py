@@ -29,7 +29,7 @@ import time
 
 import pfmfs_mount
 from pfmfs_mount import (PMU, X86_SLACK_HIGH_NS, X86_TOLERANCE, HiddenTime, MountTestCase, cpuNs, inCi, parseKv,
-                         perfOnly, simOnly, waitFor, x86Only)
+                         perfOnly, simOnly, waitAsleep, waitFor, x86Only)
 
 NO_ASLR = ['setarch', platform.machine(), '-R']
 
@@ -53,6 +53,7 @@ def burn(ms):
 def report():
     os.write(report_fd, f'cpu {time.thread_time_ns()}\n'.encode())
 
+print('ready', flush=True)
 for line in sys.stdin:
     cmd = line.split()
     if cmd[0] in ('fork', 'spin', 'tree'):
@@ -90,6 +91,11 @@ class Target:
         self.reports = os.fdopen(self.report_r, 'r', buffering=1)
         self.pid = self.proc.pid
         self.kids = []
+        # Loaded only once Python has started and waits for its first
+        # command: its start-up (hundreds of ms of CPU in the QEMU guest)
+        # would count, and reach what the tests set for a child.
+        assert self.proc.stdout.readline() == 'ready\n'
+        waitAsleep(self.pid, self.pid)
 
     def fork(self, cmd='fork'):
         self.proc.stdin.write(cmd + '\n')
