@@ -273,6 +273,27 @@ char kt_state(pid_t tid)
 	return p && p[1] ? p[2] : '?';
 }
 
+void kt_wait_off_cpu(pid_t tid)
+{
+	char buf[256];
+	int i;
+
+	/*
+	 * State S is set before the switch-out, which may come late when the
+	 * host stops the guest's CPU in between. A read of /proc/TID/syscall
+	 * waits in the kernel until the thread is off its CPU
+	 * (wait_task_inactive), and says "running" if it ran again: a blocked
+	 * thread's line, once read, means its switch-out has happened.
+	 */
+	for (i = 0; i < 60000; i++) {
+		if (kt_state(tid) == 'S' && kt_proc_read(tid, "syscall", buf, sizeof(buf)) == 0 &&
+		    strncmp(buf, "running", 7) != 0)
+			return;
+		kt_sleep_ms(1);
+	}
+	CHECK(0, "thread %d is not off its CPU after 60 s (state %c)", tid, kt_state(tid));
+}
+
 /* Spins until *stop: no call, no system call, in this program's text. */
 __attribute__((noinline)) void kt_spin(volatile int *stop)
 {

@@ -104,6 +104,11 @@ int kt_ncpus(void);
 uint64_t kt_cputime(pid_t tid);		/* ns on cpu: CPU-time clocks */
 long kt_ctxt(pid_t tid, int voluntary);	/* context switches, /proc/TID/status */
 char kt_state(pid_t tid);		/* R, S, D... from /proc/TID/stat */
+/*
+ * Waits (60 s at most) until the thread blocks and is off its CPU: its
+ * switch-out, and the module's sched_switch hook with it, are done.
+ */
+void kt_wait_off_cpu(pid_t tid);
 
 /* A thread to monitor: it spins in this program's text, or it sleeps. */
 enum kt_mode { KT_SPIN, KT_SLEEP, KT_BLOCK };

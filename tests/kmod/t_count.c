@@ -378,13 +378,9 @@ static void pp_run(struct pingpong *p, int rounds)
 
 	CHECK(write(p->to_a[1], &rounds, sizeof(rounds)) == sizeof(rounds), "go");
 	CHECK(read(p->done[0], &c, 1) == 1, "done");
-	/*
-	 * b wrote "done" and goes back to read(): let it block. The state
-	 * turns S just before the switch-out: give that a moment too.
-	 */
-	while (kt_state(p->b.tid) != 'S' || kt_state(p->a.tid) != 'S')
-		kt_sleep_ms(1);
-	kt_sleep_ms(10);
+	/* b wrote "done" and goes back to read(): both block, and switch out. */
+	kt_wait_off_cpu(p->b.tid);
+	kt_wait_off_cpu(p->a.tid);
 }
 
 static void pp_stop(struct pingpong *p)

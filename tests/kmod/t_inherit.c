@@ -24,12 +24,7 @@
 /* Waits for a thread to block (state S), and for its switch-out. */
 static void wait_blocked(pid_t tid)
 {
-	int i;
-
-	for (i = 0; i < 600 && kt_state(tid) != 'S'; i++)
-		kt_sleep_ms(5);
-	CHECK(kt_state(tid) == 'S', "thread %d does not block (state %c)", tid, kt_state(tid));
-	kt_sleep_ms(10);
+	kt_wait_off_cpu(tid);
 }
 
 /* A thread's CPU time, exact while it does not run (any thread's). */
