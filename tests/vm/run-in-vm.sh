@@ -13,7 +13,7 @@ Boots the guest, runs COMMAND with its ARGs (as `sh` would run them, quoted)
 as root in the repository's directory, powers off. Exit status: COMMAND's, or
   240 the harness could not start the VM   241 the VM did not boot
   242 the guest stopped before COMMAND ended (panic, oops in init, ...)
-  243 the timeout (default 900 s) ran out; QEMU was killed.
+  243 the timeout (default 900 s; 0: none) ran out; QEMU was killed.
 The host's / is read-only in the guest; /tmp, /run, /var/tmp, /dev/shm are
 empty tmpfs (the host's files there are out of sight, but for a checkout
 there, which is shared at its path, read-only); /etc, /var, /root,
