@@ -169,7 +169,7 @@ int spawn(const std::vector<std::string>& argv, const std::string& mount, const 
 }
 
 void waitMounted(int slot, const std::string& probe) {
-  for (int waited = 0; waited < 15'000; waited += 10) {
+  for (int waited = 0; waited < 60'000; waited += 10) {
     struct stat st {};
     if (::stat(probe.c_str(), &st) == 0 && stillMounted(g_mounts[slot])) return;
     int status = 0;
@@ -179,13 +179,13 @@ void waitMounted(int slot, const std::string& probe) {
     }
     sleepMs(10);
   }
-  fail(fmt::format("{} did not appear within 15 s", probe));
+  fail(fmt::format("{} did not appear within 60 s", probe));
 }
 
 void stopDaemon(int slot) {
   ::kill(g_pids[slot], SIGTERM);
-  const int status = waitFor(g_pids[slot], 20'000);
-  if (status == -1) fail(fmt::format("the daemon of {} did not exit within 20 s of SIGTERM", g_mounts[slot]));
+  const int status = waitFor(g_pids[slot], 60'000);
+  if (status == -1) fail(fmt::format("the daemon of {} did not exit within 60 s of SIGTERM", g_mounts[slot]));
   g_pids[slot] = 0;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     fail(fmt::format("the daemon of {} ended with status {:#x}, not exit 0", g_mounts[slot], status));

@@ -234,12 +234,12 @@ int slotOf(pid_t pid) {
 void stopDaemon(pid_t pid, const char* name) {
   const int slot = slotOf(pid);
   ::kill(pid, SIGTERM);
-  int status = waitFor(pid, 20'000);
+  int status = waitFor(pid, 60'000);
   if (slot >= 0) g_pids[slot] = 0;
   if (status == -1) {
     ::kill(pid, SIGKILL);
     waitFor(pid, 10'000);
-    fail(fmt::format("{} did not exit within 20 s of SIGTERM", name));
+    fail(fmt::format("{} did not exit within 60 s of SIGTERM", name));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     fail(fmt::format("{} ended with status {:#x} after SIGTERM, not exit 0", name, status));
@@ -247,7 +247,7 @@ void stopDaemon(pid_t pid, const char* name) {
 }
 
 void waitMounted(pid_t pid, const std::string& probe, const char* name) {
-  for (int waited = 0; waited < 15'000; waited += 10) {
+  for (int waited = 0; waited < 60'000; waited += 10) {
     struct stat st {};
     if (::stat(probe.c_str(), &st) == 0) return;
     int status = 0;
@@ -257,7 +257,7 @@ void waitMounted(pid_t pid, const std::string& probe, const char* name) {
     }
     sleepMs(10);
   }
-  fail(fmt::format("{} did not mount within 15 s ({} never appeared)", name, probe));
+  fail(fmt::format("{} did not mount within 60 s ({} never appeared)", name, probe));
 }
 
 // ---- file helpers: every error is a failure of the run -----------------------
