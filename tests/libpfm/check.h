@@ -17,8 +17,9 @@
  *     PFMFS_BACKEND  sim, perf or x86
  * Exit 0 is a pass; 77 a skip (a failure under CI=true); anything else, a
  * signal or running past the timeout is a failure and the program's output
- * is shown. After the program exits the driver asserts that MOUNT/sessions
- * is empty within 2 s (no session leaked) and that pfmfsd still runs.
+ * is shown, with where each of its threads was. After the program exits
+ * the driver asserts that MOUNT/sessions empties (no session leaked) and that
+ * pfmfsd still runs.
  *
  * The first line of a program may change that, as space-separated words:
  *     // pfmfs-test: backends=sim,perf timeout=60 daemon-arg=--sim-width=32
@@ -34,12 +35,25 @@
  *   daemon-arg=OPT     one more pfmfsd option (repeat the word for more)
  *   arg=X              one more argument to the program (repeatable)
  *   env=NAME=VALUE     one more environment variable (repeatable)
- *   timeout=S          seconds before the program is killed (default 30)
+ *   timeout=S          seconds before the program is killed (default 60),
+ *                      times PFMFS_TIME_SCALE (below)
  *   run=no             no test of its own: headers_c.c (HeaderTest
  *                      compiles it with several -std=). churn.c runs plainly
  *                      and is also driven by ChurnTest (SIGKILL, SIGSTOP).
  * Include check.h first: it defines _GNU_SOURCE and includes
  * <perfmon/perfmon.h> and <perfmon/pfmlib.h>.
+ *
+ * Time
+ * ----
+ * No program races the machine's speed. What must happen (a signal, a
+ * session's end after close(), which FUSE tells the daemon of
+ * asynchronously) is polled for, up to wait_ms() (WAIT_MS, 20 s, times
+ * PFMFS_TIME_SCALE: the factor by which a run may be slower than a plain
+ * build on an idle host, 1 unless the environment sets it, as for the QEMU
+ * guest), far more than it takes on a loaded machine under a sanitizer,
+ * and less than the program's own timeout, so that a failure names the
+ * wait. What must not happen (a second signal) cannot be polled for: it is
+ * given a window, quiet_window(), that grows with the slowest wait seen.
  */
 #ifndef PFMFS_TESTS_LIBPFM_CHECK_H
 #define PFMFS_TESTS_LIBPFM_CHECK_H
@@ -256,34 +270,129 @@ static inline void sim_advance(uint64_t ns)
 	      "advance %" PRIu64 ": %s (needs --pmu=sim --sim-clock=manual)", ns, strerror(errno));
 }
 
-/* The sessions that exist now (entries of MOUNT/sessions). */
-static inline int count_sessions(void)
+/* ---- time ------------------------------------------------------------------ */
+
+#define WAIT_MS 20000	/* the longest anything that must happen may take (see "Time") */
+
+/* PFMFS_TIME_SCALE: how much slower than usual this run may be (>= 1). */
+static inline double time_scale(void)
+{
+	const char *s = getenv("PFMFS_TIME_SCALE");
+	double f = s && *s ? strtod(s, NULL) : 1.0;
+
+	return f > 1.0 ? f : 1.0;
+}
+
+/* WAIT_MS, scaled: the bound of every wait for what must happen. */
+static inline long wait_ms(void)
+{
+	return (long)(WAIT_MS * time_scale());
+}
+
+static inline uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	CHECK(clock_gettime(CLOCK_MONOTONIC, &ts) == 0, "clock_gettime: %s", strerror(errno));
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline void nap_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+/* The longest a wait_count() has waited so far: how slow this run is. */
+static uint64_t check_slowest_wait_ns_ __attribute__((unused));
+
+/* Polls until *count (a signal handler bumps it) reaches want, up to
+ * wait_ms(); returns its value then. The caller checks it (== want: not
+ * one more either). */
+static inline int wait_count(volatile sig_atomic_t *count, int want)
+{
+	uint64_t t0 = monotonic_ns(), took;
+	uint64_t bound = (uint64_t)wait_ms() * 1000000ULL;
+
+	while (*count < want && monotonic_ns() - t0 < bound)
+		nap_ms(1);
+	took = monotonic_ns() - t0;
+	if (took > check_slowest_wait_ns_)
+		check_slowest_wait_ns_ = took;
+	return (int)*count;
+}
+
+/* Before checking that something did not happen (a late or second signal):
+ * it cannot be polled for, so it gets a window to show in. 200 ms, or four
+ * times the slowest wait_count() of this run when that is more (a slow or
+ * loaded machine), up to wait_ms(). A correct program passes whatever the
+ * window; a shorter one only finds less. */
+static inline void quiet_window(void)
+{
+	uint64_t ms = 4 * check_slowest_wait_ns_ / 1000000ULL;
+
+	if (ms < 200)
+		ms = 200;
+	if (ms > (uint64_t)wait_ms())
+		ms = (uint64_t)wait_ms();
+	nap_ms((long)ms);
+}
+
+/* ---- sessions ---------------------------------------------------------------- */
+
+/* The sessions that exist now whose name starts with prefix (entries of
+ * MOUNT/sessions; "" counts them all). */
+static inline int count_sessions_named(const char *prefix)
 {
 	DIR *d = opendir(mount_file("sessions"));
 	struct dirent *e;
+	size_t len = strlen(prefix);
 	int n = 0;
 
 	CHECK(d != NULL, "opendir sessions: %s", strerror(errno));
 	while ((e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    strncmp(e->d_name, prefix, len) == 0)
 			n++;
 	closedir(d);
 	return n;
 }
 
-/* Waits up to timeout_ms for exactly n sessions (the daemon destroys a
- * session when its last msg handle closes: a moment after close()); returns
- * the last count seen. */
-static inline int wait_sessions(int n, int timeout_ms)
+/* The sessions that exist now, anyone's. */
+static inline int count_sessions(void)
 {
-	struct timespec pause = { 0, 5 * 1000 * 1000 };
-	int count, waited = 0;
+	return count_sessions_named("");
+}
 
-	while ((count = count_sessions()) != n && waited < timeout_ms) {
-		nanosleep(&pause, NULL);
-		waited += 5;
-	}
+/* Waits for exactly n sessions named prefix* (the daemon destroys a session
+ * when its last msg handle closes, which FUSE tells it of a moment after
+ * close() returned: later on a loaded machine), up to wait_ms(); returns the
+ * last count seen. */
+static inline int wait_sessions_named(const char *prefix, int n)
+{
+	uint64_t t0 = monotonic_ns(), bound = (uint64_t)wait_ms() * 1000000ULL;
+	int count;
+
+	while ((count = count_sessions_named(prefix)) != n && monotonic_ns() - t0 < bound)
+		nap_ms(5);
 	return count;
+}
+
+/* Waits for exactly n sessions on the mount (see wait_sessions_named). */
+static inline int wait_sessions(int n)
+{
+	return wait_sessions_named("", n);
+}
+
+/* The prefix of this process's contexts' sessions: libpfm-compat names them
+ * pfm.PID.N (docs/libpfm-compat.md). */
+static inline const char *own_sessions(void)
+{
+	static char prefix[32];
+
+	snprintf(prefix, sizeof(prefix), "pfm.%d.", (int)getpid());
+	return prefix;
 }
 
 /* To call on a thread before the first signal can reach it. GCC 12's
@@ -312,7 +421,8 @@ static inline pid_t tid_self(void)
 /* The fast path's tests stop the daemon (SIGSTOP) to show that a read did
  * not ask the mount: such a request would wait for it. daemon_stop() finds
  * its pid in pmu/info (fastpath=@pfmfs-fastpath.PID.NONCE) and starts a
- * watchdog thread: if daemon_continue() has not come within `seconds`, it
+ * watchdog thread: if daemon_continue() has not come within `seconds` (times
+ * PFMFS_TIME_SCALE; what the program does meanwhile takes milliseconds), it
  * lets the daemon go on (which lets the stuck request finish: a FUSE
  * request ignores other signals once it is sent) and fails the program. The
  * daemon goes on at exit too. */
@@ -328,11 +438,12 @@ static inline void daemon_continue(void)
 static inline void *check_daemon_watchdog_(void *arg)
 {
 	static const char msg[] = "FAIL: a call waited for pfmfsd while it was stopped: it asked the mount\n";
-	struct timespec tick = { 0, 10 * 1000 * 1000 };
-	for (long waited = 0; waited < (long)(uintptr_t)arg * 100; waited++) {
+	uint64_t t0 = monotonic_ns(), bound = (uint64_t)(uintptr_t)arg * 1000000ULL;
+
+	while (monotonic_ns() - t0 < bound) {
 		if (!__atomic_load_n(&check_stopped_daemon_, __ATOMIC_ACQUIRE))
 			return NULL;
-		nanosleep(&tick, NULL);
+		nap_ms(10);
 	}
 	daemon_continue();
 	(void)!write(2, msg, sizeof(msg) - 1);
@@ -352,7 +463,8 @@ static inline void daemon_stop(unsigned seconds)
 	atexit(daemon_continue);
 	__atomic_store_n(&check_stopped_daemon_, (pid_t)strtol(p + strlen(key), NULL, 10), __ATOMIC_RELEASE);
 	CHECK(kill(check_stopped_daemon_, SIGSTOP) == 0, "SIGSTOP pfmfsd: %s", strerror(errno));
-	CHECK(pthread_create(&watchdog, NULL, check_daemon_watchdog_, (void *)(uintptr_t)seconds) == 0,
+	CHECK(pthread_create(&watchdog, NULL, check_daemon_watchdog_,
+			     (void *)(uintptr_t)(seconds * 1000.0 * time_scale())) == 0,
 	      "pthread_create");
 	pthread_detach(watchdog);
 }
@@ -527,6 +639,35 @@ static inline void check_window_(uint64_t count, uint64_t per_2ns, const struct 
 			    what, count, ns, per_2ns, inner, outer, slack);
 }
 
+/* x86: what counted since a reset (a pfm_restart, a write) is no more than
+ * the thread's CPU time since, at the rate, but for the slack. window_mark()
+ * just before the call that resets the counter (it is async-signal-safe: a
+ * handler may mark its own pfm_restart), CHECK_SINCE(count, per_2ns, mark)
+ * when it has been read. The CPU time, not a fixed bound: a host that
+ * deschedules the guest meanwhile makes both longer. */
+static inline void window_mark(struct cpu_window *w)
+{
+	struct timespec ts = { 0, 0 };
+	struct rusage ru;
+
+	memset(&ru, 0, sizeof(ru));
+	getrusage(RUSAGE_THREAD, &ru);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	w->sw0 = ru.ru_nvcsw + ru.ru_nivcsw;
+	w->o0 = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	w->i0 = w->i1 = 0;	/* no inner bracket: nothing need have counted */
+}
+
+#define CHECK_SINCE(count, per_2ns, mark) \
+	check_since_((count), (per_2ns), (mark), __FILE__, __LINE__, #count)
+
+static inline void check_since_(uint64_t count, uint64_t per_2ns, struct cpu_window w, const char *file,
+				int line, const char *what)
+{
+	window_close(&w);
+	check_window_(count, per_2ns, &w, file, line, what);
+}
+
 /*
  * x86 overflows: a counter that starts at -period counts the thread's CPU
  * time, so the program's own spinning drives it to the wrap; the NMI freezes
@@ -538,21 +679,24 @@ static inline void check_window_(uint64_t count, uint64_t per_2ns, const struct 
  */
 #define X86_PERIOD_NS 100000000ULL	/* 100 ms of CPU time */
 #define X86_INST_PERIOD (X86_PERIOD_NS * X86_INST_PER_2NS / 2)
-#define X86_OVFL_WAIT_S 20		/* the longest an overflow's signal may take */
 
 /* Spins until *count reaches want (a signal handler bumps it); returns the
- * thread's CPU time when it saw it. Fails after X86_OVFL_WAIT_S seconds. */
+ * thread's CPU time when it saw it. A period of CPU time and the signal's
+ * way take well under a second; it fails after wait_ms(). */
 static inline uint64_t spin_until(volatile sig_atomic_t *count, int want)
 {
-	struct timespec t0, t;
+	uint64_t t0 = monotonic_ns(), took;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (*count < want) {
 		burn_cpu_ns(100000);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		CHECK(t.tv_sec - t0.tv_sec < X86_OVFL_WAIT_S, "%d signals after %d s of spinning, expected %d",
-		      (int)*count, X86_OVFL_WAIT_S, want);
+		took = monotonic_ns() - t0;
+		CHECK(took < (uint64_t)wait_ms() * 1000000ULL,
+		      "%d signals after %.1f s of spinning (%.1f s of CPU time), expected %d", (int)*count,
+		      (double)took / 1e9, (double)thread_cpu_ns() / 1e9, want);
 	}
+	took = monotonic_ns() - t0;
+	if (took > check_slowest_wait_ns_)
+		check_slowest_wait_ns_ = took;
 	return thread_cpu_ns();
 }
 

@@ -123,7 +123,7 @@ static void switches_and_resets(void)
 		}
 	}
 	CHECK_OK(close(fd));
-	CHECK(wait_sessions(0, 2000) == 0, "the session outlived close()");
+	CHECK(wait_sessions(0) == 0, "the session outlived close()");
 }
 
 /* An overflow that notifies masks the session until pfm_restart, which
@@ -163,7 +163,7 @@ static void masking_and_restart(void)
 		}
 	}
 	CHECK_OK(close(fd));
-	CHECK(wait_sessions(0, 2000) == 0, "the session outlived close()");
+	CHECK(wait_sessions(0) == 0, "the session outlived close()");
 }
 
 /* With pfmfsd stopped, only the page can answer. */
@@ -192,7 +192,7 @@ static void answers_without_the_daemon(void)
 	daemon_continue();
 	compare(fd, pd, 2, "after the daemon went on");
 	CHECK_OK(close(fd));
-	CHECK(wait_sessions(0, 2000) == 0, "the session outlived close()");
+	CHECK(wait_sessions(0) == 0, "the session outlived close()");
 }
 
 static int idle_stop;	/* __atomic: shared with idle_thread */
@@ -258,12 +258,12 @@ static void what_the_page_must_not_answer(void)
 	CHECK_OK(pfm_start(fd, NULL));
 	CHECK_OK(pfm_read_pmds(fd, &r, 1));
 	CHECK_OK(close(fd));
-	CHECK(wait_sessions(0, 2000) == 0, "the session outlived close()");
+	CHECK(wait_sessions(0) == 0, "the session outlived close()");
 	CHECK_ERRNO(pfm_read_pmds(fd, &r, 1), EBADF);
 
 	__atomic_store_n(&idle_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
-	CHECK(wait_sessions(0, 2000) == 0, "a session outlived close()");
+	CHECK(wait_sessions(0) == 0, "a session outlived close()");
 }
 
 int main(void)

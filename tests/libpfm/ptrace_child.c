@@ -35,6 +35,23 @@ static int burn_then_cat(void)
 	return 0;
 }
 
+/* x86: polls until the child sleeps in read(2) of its stdin, the pipe: its
+ * burn is done and it is off its CPU, its counters saved. /proc/PID/syscall
+ * names the call a sleeping task is in ("running" while it runs). */
+static void wait_reading_stdin(pid_t child)
+{
+	char path[64], text[256] = "", want[32];
+	uint64_t t0 = monotonic_ns();
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)child);
+	snprintf(want, sizeof(want), "%d 0x0 ", SYS_read);
+	while (read_text(path, text, sizeof(text)) <= 0 || strncmp(text, want, strlen(want)) != 0) {
+		CHECK(monotonic_ns() - t0 < (uint64_t)wait_ms() * 1000000ULL,
+		      "the child did not block reading the pipe after its burn: %s is \"%s\"", path, text);
+		nap_ms(10);
+	}
+}
+
 static uint64_t tv_ns(struct timeval tv)
 {
 	return (uint64_t)tv.tv_sec * 1000000000ULL + (uint64_t)tv.tv_usec * 1000ULL;
@@ -112,17 +129,7 @@ int main(int argc, char **argv)
 	if (on_x86) {
 		/* The child burns its time, then blocks on the pipe: its counts
 		 * then, while it lives, are at least the burn's. */
-		clockid_t clk;
-		struct timespec ts;
-		uint64_t cpu = 0;
-
-		CHECK(clock_getcpuclockid(child, &clk) == 0, "clock_getcpuclockid");
-		while (cpu < X86_RUN_NS) {
-			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-			CHECK_OK(clock_gettime(clk, &ts));
-			cpu = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-		}
-		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+		wait_reading_stdin(child);
 		CHECK_OK(pfm_read_pmds(fd, pd, 2));
 		live[0] = pd[0].reg_value;
 		live[1] = pd[1].reg_value;
@@ -158,7 +165,7 @@ int main(int argc, char **argv)
 		/* nothing loaded: nothing moves */
 		uint64_t inst = pd[0].reg_value;
 
-		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+		quiet_window();
 		CHECK_OK(pfm_read_pmds(fd, pd, 2));
 		CHECK_EQ_U64(pd[0].reg_value, inst);
 	} else {
@@ -170,7 +177,7 @@ int main(int argc, char **argv)
 	}
 
 	CHECK_OK(close(fd));
-	CHECK_EQ_U64(wait_sessions(0, 2000), 0);
+	CHECK_EQ_U64(wait_sessions(0), 0);
 	printf("ptrace_child: ok\n");
 	return 0;
 }

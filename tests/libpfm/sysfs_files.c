@@ -199,7 +199,7 @@ static void check_session_counts(void)
 	expect_counts(0, 1);
 	CHECK_OK(close(sys));
 	CHECK_OK(close(fd));
-	CHECK_EQ_U64(wait_sessions(0, 2000), 0);
+	CHECK_EQ_U64(wait_sessions(0), 0);
 	expect_counts(0, 0);
 }
 

@@ -36,8 +36,22 @@ from pfmfs_mount import BACKEND, Mount, inCi, waitFor  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 SKIP_STATUS = 77
-SESSION_GONE_S = 2.0   # how long a dead program's session may take to go away
-DEFAULT_TIMEOUT_S = 30
+# How much slower than a plain build on an idle host this run may be (the
+# QEMU guest sets more): every time limit below is multiplied by it, and the
+# programs get it too (check.h's wait_ms()).
+TIME_SCALE = max(1.0, float(os.environ.get('PFMFS_TIME_SCALE') or 1))
+# The bound of a wait for what must happen (a churn's start or stop, ...):
+# what it waits for takes milliseconds; it fails only what never comes.
+WAIT_S = pfmfs_mount.WAIT_S * TIME_SCALE
+# How long a dead program's sessions may take to go: FUSE tells the daemon
+# of the last close asynchronously, milliseconds late even on a loaded
+# machine. A wait for what must happen, not a promise of speed.
+SESSION_GONE_S = WAIT_S
+# A program's time limit unless its first line says otherwise: a program
+# takes a second or two at most (under TSan, on a loaded machine); the limit
+# is there for a hang, and stays above check.h's waits (WAIT_MS, 20 s), so
+# that a wait that runs out fails with its own message first.
+DEFAULT_TIMEOUT_S = 60
 WARNINGS = ['-Wall', '-Wextra', '-Werror']
 # The libc calls that answer /sys/kernel/perfmon (libpfm-compat/libpfm.map,
 # src/sysfs_interpose.cpp): the only names either library defines beside
@@ -77,7 +91,8 @@ def run(cmd, **kw):
 # ---- the programs and their first line -------------------------------------------
 
 class Program:
-    """A tests/libpfm/*.c program and what its `// pfmfs-test:` line asks."""
+    """A tests/libpfm/*.c program and what its `// pfmfs-test:` line asks
+    (timeout: seconds, already times TIME_SCALE)."""
 
     def __init__(self, path):
         self.path = path
@@ -87,7 +102,7 @@ class Program:
         self.daemon_args = []
         self.args = []
         self.env = {}
-        self.timeout = DEFAULT_TIMEOUT_S
+        self.timeout = DEFAULT_TIMEOUT_S * TIME_SCALE
         self.runs = True
         with open(path) as f:
             first = f.readline()
@@ -112,7 +127,7 @@ class Program:
             name, _, val = value.partition('=')
             self.env[name] = val
         elif key == 'timeout':
-            self.timeout = int(value)
+            self.timeout = int(value) * TIME_SCALE
         elif key == 'run':
             self.runs = value != 'no'
         else:
@@ -181,7 +196,7 @@ class Installed:
 
     def runEnv(self, mount, extra=None):
         env = dict(os.environ, PFMFS_MOUNT=mount.mnt, PFMFS_BACKEND=BACKEND,
-                   LD_LIBRARY_PATH=self.lib_dir)
+                   LD_LIBRARY_PATH=self.lib_dir, PFMFS_TIME_SCALE=str(TIME_SCALE))
         env.update(extra or {})
         return env
 
@@ -206,6 +221,33 @@ def sessions(mount):
     return sorted(os.listdir(mount.path('sessions')))
 
 
+def whereIs(pid):
+    """Where each thread of a process is, from /proc: its name, state, the
+    kernel function it sleeps in and its system call (number and
+    arguments), to say what a program that ran out of time waited for."""
+    lines = []
+    try:
+        tids = sorted(os.listdir(f'/proc/{pid}/task'), key=int)
+    except OSError:
+        return f'  (process {pid} is gone)'
+    for tid in tids:
+        fields = {}
+        for name in ('comm', 'wchan', 'syscall'):
+            try:
+                with open(f'/proc/{pid}/task/{tid}/{name}') as f:
+                    fields[name] = f.read().strip()
+            except OSError as e:
+                fields[name] = f'({e.strerror})'
+        try:
+            with open(f'/proc/{pid}/task/{tid}/stat') as f:
+                state = f.read().rsplit(')', 1)[1].split()[0]
+        except (OSError, IndexError):
+            state = '?'
+        lines.append(f'  thread {tid} ({fields["comm"]}): state {state}, in {fields["wchan"] or "-"}, '
+                     f'syscall {fields["syscall"]}')
+    return '\n'.join(lines)
+
+
 class LibpfmTestCase(unittest.TestCase):
     maxDiff = None
 
@@ -222,7 +264,7 @@ class LibpfmTestCase(unittest.TestCase):
     def assertNoSessions(self, m, what):
         """MOUNT/sessions empties within SESSION_GONE_S and pfmfsd lives."""
         if not waitFor(lambda: not sessions(m), SESSION_GONE_S):
-            self.fail(f'{what}: sessions left after {SESSION_GONE_S} s: {sessions(m)}\n'
+            self.fail(f'{what}: sessions left after {SESSION_GONE_S:.0f} s: {sessions(m)}\n'
                       f'pfmfsd log (tail):\n{m.log()[-4000:]}')
         self.assertIsNone(m.proc.poll(), f'{what}: pfmfsd died:\n{m.log()[-4000:]}')
 
@@ -240,16 +282,26 @@ class ProgramTest(LibpfmTestCase):
         # Output to a file, not a pipe: a child the program leaves behind for a
         # moment must not hold the test up by keeping a pipe open.
         with open(out_path, 'wb') as out:
+            began = time.monotonic()
             p = subprocess.Popen([exe] + prog.args, env=INSTALLED.runEnv(m, prog.env), cwd=workdir,
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            where = None
             try:
                 status = p.wait(prog.timeout)
             except subprocess.TimeoutExpired:
+                where = whereIs(p.pid)
                 p.kill()
-                p.wait()
-                status = f'killed after its timeout of {prog.timeout} s'
+                status = p.wait()
+        print(f'{prog.name}: {time.monotonic() - began:.1f} s', file=sys.stderr)
         with open(out_path, 'rb') as f:
             output = f.read().decode(errors='replace')
+        if where is not None:
+            # Every wait of a program is bounded below this (check.h): a step
+            # that never ended. Its output says how far it got; /proc, where.
+            self.fail(f'{prog.name} was killed after its timeout of {prog.timeout:.0f} s (PFMFS_TIME_SCALE='
+                      f'{TIME_SCALE:g}) on {BACKEND}: a step never ended. Its threads then:\n{where}\n'
+                      f'its output (the last line is the last step it finished):\n{output}\n'
+                      f'pfmfsd log (tail):\n{m.log()[-4000:]}')
         if status == SKIP_STATUS and not inCi():
             self.skipTest(output.strip() or f'{prog.name} exited 77')
         self.assertEqual(status, 0, f'{prog.name} exited {status} on {BACKEND}; its output:\n{output}\n'
@@ -389,7 +441,7 @@ class SysfsPreloadTest(LibpfmTestCase):
         preload = ' '.join(self.sanitizerRuntimes() + [os.path.join(INSTALLED.lib_dir, 'libpfm.so.3')])
         preload = {'LD_PRELOAD': preload, **(env or {})}
         return subprocess.run(['cat', *paths], env=INSTALLED.runEnv(m, preload), capture_output=True, text=True,
-                              timeout=DEFAULT_TIMEOUT_S)
+                              timeout=DEFAULT_TIMEOUT_S * TIME_SCALE)
 
     def test_cat_with_ld_preload(self):
         m = self.startMount()
@@ -404,7 +456,7 @@ class SysfsPreloadTest(LibpfmTestCase):
         self.assertEqual((p.returncode, p.stdout), (1, ''))
         self.assertIn('No such file or directory', p.stderr)
         p = subprocess.run(['cat', '/sys/kernel/perfmon/version'], env=INSTALLED.runEnv(m), capture_output=True,
-                           text=True, timeout=DEFAULT_TIMEOUT_S)
+                           text=True, timeout=DEFAULT_TIMEOUT_S * TIME_SCALE)
         self.assertEqual((p.returncode, p.stdout), (1, ''), 'without LD_PRELOAD')
 
 
@@ -414,7 +466,7 @@ class SysfsPreloadTest(LibpfmTestCase):
 # every batch, and how long one batch may take.
 CHURN_SESSIONS = 3000
 CHURN_BATCH = 100
-CHURN_STALL_S = 120
+CHURN_STALL_S = 120 * TIME_SCALE
 
 CHURN_STOPS = ['after_mkdir', 'after_create', 'after_write', 'after_load', 'after_start', 'after_read',
                'after_stop']
@@ -444,10 +496,30 @@ class ChurnTest(LibpfmTestCase):
             p.kill()
         p.communicate()
 
+    def readyLine(self, p, what):
+        """churn's first line ("ready", after pfm_initialize), waited for up
+        to WAIT_S; b'' if it ended first (its stderr says why)."""
+        with selectors.DefaultSelector() as sel:
+            sel.register(p.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout=WAIT_S):
+                where = whereIs(p.pid)
+                p.kill()
+                self.fail(f'{what}: churn did not get past pfm_initialize in {WAIT_S:.0f} s:\n{where}')
+        return p.stdout.readline()
+
     def waitStopped(self, p, what):
-        """Waits until churn stops itself; fails (after killing it) if it
-        exits instead."""
-        _, status = os.waitpid(p.pid, os.WUNTRACED)
+        """Waits until churn stops itself (it takes milliseconds: up to
+        WAIT_S); fails (after killing it) if it exits instead."""
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            pid, status = os.waitpid(p.pid, os.WUNTRACED | os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                where = whereIs(p.pid)
+                p.kill()
+                self.fail(f'{what}: churn did not stop itself within {WAIT_S:.0f} s:\n{where}')
+            time.sleep(0.005)  # a poll: waitpid has no timeout
         if not os.WIFSTOPPED(status):
             p.returncode = os.waitstatus_to_exitcode(status)  # reaped: let Popen know
             _, err = p.communicate()
@@ -463,10 +535,12 @@ class ChurnTest(LibpfmTestCase):
         for i in range(runs):
             # churn's own choices (when to exit mid-way) follow the seed too.
             p = self.churn(m, {'PFMFS_CHURN_SEED': str(rng.randrange(1 << 31)), 'PFMFS_CHURN_ITER': '0'})
-            ready = p.stdout.readline()  # after pfm_initialize: kills land in the loop
+            what = f'run {i} of seed {seed}'
+            ready = self.readyLine(p, what)  # after pfm_initialize: kills land in the loop
+            # Not a synchronization: the random moment of the kill.
             delay = rng.uniform(0, 0.030)
             time.sleep(delay)
-            what = f'run {i} of seed {seed} (kill after {delay * 1000:.1f} ms)'
+            what = f'{what} (kill after {delay * 1000:.1f} ms)'
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
             out, err = p.communicate()
@@ -514,14 +588,18 @@ class ChurnTest(LibpfmTestCase):
         m = self.startMount()
         done = threading.Event()
         hogs = [subprocess.Popen(['sh', '-c', 'while :; do :; done']) for _ in range(os.cpu_count() or 1)]
-        for hog in hogs:
-            self.addCleanup(hog.wait)
-            self.addCleanup(hog.kill)
+
+        def stopHogs():
+            for hog in hogs:
+                hog.kill()
+            for hog in hogs:
+                hog.wait()
+        self.addCleanup(stopHogs)  # on a failure; a pass stops them before its last check
 
         def killer():
             while not done.is_set():
                 victim = self.spawn(m, {'PFMFS_CHURN_ITER': '0'})
-                time.sleep(0.01)
+                time.sleep(0.01)  # not a synchronization: kills at any moment, before or in its loop
                 victim.kill()
                 victim.communicate()
 
@@ -534,6 +612,7 @@ class ChurnTest(LibpfmTestCase):
         finally:
             done.set()
             t.join()
+        stopHogs()
         self.assertEqual(p.returncode, 0, f'churn failed: {err.decode()}')
         self.assertNoSessions(m, f'after {CHURN_SESSIONS} sessions in a row')
 
@@ -551,10 +630,11 @@ class ChurnTest(LibpfmTestCase):
             if not sel.select(timeout=CHURN_STALL_S):
                 done_so_far = lines[-1][0] if lines else 0
                 paces = ', '.join(f'{d:.1f}' for _, d in lines[-5:]) or 'none'
+                where = whereIs(p.pid)
                 p.kill()
-                self.fail(f'churn stalled: no {CHURN_BATCH} sessions in {CHURN_STALL_S} s after session '
+                self.fail(f'churn stalled: no {CHURN_BATCH} sessions in {CHURN_STALL_S:.0f} s after session '
                           f'{done_so_far} of {CHURN_SESSIONS}, {time.monotonic() - began:.0f} s in (seconds per '
-                          f'{CHURN_BATCH} before: {paces})')
+                          f'{CHURN_BATCH} before: {paces}); where it was:\n{where}')
             chunk = os.read(p.stdout.fileno(), 4096)
             if not chunk:
                 break
@@ -565,6 +645,8 @@ class ChurnTest(LibpfmTestCase):
                     now = time.monotonic()
                     lines.append((int(line.split()[1]), now - last))
                     last = now
+                    if lines[-1][0] % 500 == 0:  # progress, for whoever watches the log (the QEMU guest's runner)
+                        print(f'churn: {lines[-1][0]} of {CHURN_SESSIONS} sessions, {now - began:.0f} s', file=sys.stderr)
         sel.close()
         print(f'churn: {CHURN_SESSIONS} sessions in {time.monotonic() - began:.1f} s', file=sys.stderr)
 

@@ -27,8 +27,10 @@ if [ "${1:-}" = --guest ]; then
   shift
   ko=$1 build=$2 out=$3; shift 3
   insmod "$ko" emulate=1 || { echo "FAIL insmod $ko emulate=1" >"$out/results"; exit 0; }
+  # PFMFS_TIME_SCALE: the libpfm programs' limits (tests/libpfm), for a
+  # guest several times slower than the host.
   export PFMFSD=$build/fs/pfmfsd PFMFS_BACKEND=x86 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-    PFMFS_PROGS=$build/tests/integration/progs CI=${CI:-}
+    PFMFS_PROGS=$build/tests/integration/progs CI=${CI:-} PFMFS_TIME_SCALE=${PFMFS_TIME_SCALE:-5}
   stall=${PFMFS_X86_STALL:-300}
   # watched LOG COMMAND...: runs COMMAND in a session of its own, its output
   # to LOG, and kills it when LOG stops growing for $stall s, naming the
@@ -112,7 +114,7 @@ stall=${PFMFS_X86_STALL:-300}
 # silent for a minute longer than the files' own limit is stuck (a hung
 # kernel, say), and is stopped.
 tests/vm/run-in-vm.sh --timeout 0 \
-  --env CI --env PFMFS_X86_FUZZ_ARGS --env PFMFS_X86_STALL --env "PFMFS_INSTALLED_ROOT=$libpfm_root" \
+  --env CI --env PFMFS_X86_FUZZ_ARGS --env PFMFS_X86_STALL --env PFMFS_TIME_SCALE --env "PFMFS_INSTALLED_ROOT=$libpfm_root" \
   --env "PFMFS_SANITIZE=$sanitize" -- tests/vm/x86-mount-tests.sh --guest "$ko" "$build" "$out" "$@" \
   >"$VM_WORK/x86-console.log" 2>&1 &
 vm=$!
