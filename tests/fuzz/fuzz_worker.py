@@ -20,7 +20,9 @@ from fuzz_inputs import (ALLOWED, DENIED, EVENTS_PERF, EVENTS_SIM, GARBAGE, Stal
 
 LOG_TAIL = 40
 SESSIONS_PER_THREAD = 3
-WAKE_S = 5.0  # a blocked reader must be woken this soon after what wakes it
+# A blocked reader must be woken by what wakes it (milliseconds); the bound
+# is for one never woken, not a measure of speed on a loaded machine.
+WAKE_S = pm.WAIT_S
 
 
 class Worker:
@@ -320,8 +322,12 @@ class Worker:
             except OSError as e:
                 got['errno'] = e.errno
 
+        # The epoll set also holds a pipe, written at the end: it releases an
+        # epoll_wait that nothing needed to wake (below) without a timeout.
+        release_r, release_w = os.pipe()
+
         def poller(ep):
-            got['events'] = ep.poll(3 * WAKE_S)
+            got['events'] = ep.poll()
 
         threads = {}
         ep = None
@@ -330,28 +336,32 @@ class Worker:
         if 'epoll' in waiters:
             ep = select.epoll()
             ep.register(fd, select.EPOLLIN | select.EPOLLET)
+            ep.register(release_r, select.EPOLLIN)
             threads['epoll_wait'] = threading.Thread(target=poller, args=(ep,), daemon=True)
-        for t in threads.values():
-            t.start()
-        pm.waitFor(lambda: False, self.rnd.choice([0, 0.01, 0.05]))  # let them block, or not
-        if on_target and self.rnd.random() < 0.7:
-            action = 'the target exits'
-            self.newTarget()
-        else:
-            action = 'rmdir'
-            ok, err = self.call(f'rmdir {name} (a {waiters} of msg waiting)', os.rmdir, sess)
-            if ok or err == errno.ENOENT:  # ENOENT: gone already (autoclose), as good
-                self.forget(name)
-            else:
-                self.fail(f'rmdir of {name} by its owner refused ({errno.errorcode.get(err)}): pfmfs(5) says '
-                          f'it destroys a session in any state')
-        self.note(f'{waiters} of {name}/msg waiting; {action}')
-        for t in threads.values():
-            t.join(WAKE_S)
         try:
-            stuck = [w for w, t in threads.items() if t.is_alive()]
-            if stuck == ['epoll_wait'] and action != 'rmdir' and got.get('data'):
-                stuck = []  # the reader took the end message first
+            for t in threads.values():
+                t.start()
+            pm.waitFor(lambda: False, self.rnd.choice([0, 0.01, 0.05]))  # let them block, or not
+            if on_target and self.rnd.random() < 0.7:
+                action = 'the target exits'
+                self.newTarget()
+            else:
+                action = 'rmdir'
+                ok, err = self.call(f'rmdir {name} (a {waiters} of msg waiting)', os.rmdir, sess)
+                if ok or err == errno.ENOENT:  # ENOENT: gone already (autoclose), as good
+                    self.forget(name)
+                else:
+                    self.fail(f'rmdir of {name} by its owner refused ({errno.errorcode.get(err)}): pfmfs(5) says '
+                              f'it destroys a session in any state')
+            self.note(f'{waiters} of {name}/msg waiting; {action}')
+            if 'read' in threads:
+                threads['read'].join(WAKE_S)
+            # The reader may take the end message before epoll looks, as with
+            # any file two consumers wait on: then epoll_wait need not wake.
+            excused = action != 'rmdir' and got.get('data')
+            if 'epoll_wait' in threads and not excused:
+                threads['epoll_wait'].join(WAKE_S)
+            stuck = [w for w, t in threads.items() if t.is_alive() and not (w == 'epoll_wait' and excused)]
             if stuck:
                 self.fail(f'a waiting {stuck[0]} on {name}/msg was not woken {WAKE_S:.0f} s after: {action}')
             if 'errno' in got:
@@ -362,13 +372,18 @@ class Worker:
             if data == b'' and action != 'rmdir' and os.path.isdir(sess):
                 self.fail(f'a blocked read of {name}/msg returned end of file, and the session still exists')
             events = 0
-            for _, ev in got.get('events', []):
-                events |= ev
+            for efd, ev in got.get('events', []):
+                events |= ev if efd == fd else 0
             if action == 'rmdir' and ep is not None and not events & (select.EPOLLIN | select.EPOLLHUP):
                 self.fail(f'epoll_wait on {name}/msg reported {got["events"]} after the rmdir')
         finally:
+            os.write(release_w, b'x')
+            if 'epoll_wait' in threads:
+                threads['epoll_wait'].join(WAKE_S)
             if ep is not None:
                 ep.close()
+            os.close(release_r)
+            os.close(release_w)
             os.close(fd)
 
     def opLibpfm(self):
@@ -399,8 +414,8 @@ class Worker:
 
         def gone():
             return not any(n.startswith(prefix) for n in os.listdir(self.path('sessions')))
-        if not pm.waitFor(gone, 5.0):
-            self.fail(f'sessions {prefix}* outlived their libpfm process by 5 s')
+        if not pm.waitFor(gone, pm.WAIT_S):
+            self.fail(f'sessions {prefix}* outlived their libpfm process by {pm.WAIT_S:.0f} s')
         self.journal('-', f'pfm.{p.pid}.*')
 
     def checkPlanted(self, name):
@@ -498,8 +513,8 @@ class Worker:
         elif name in self.held:
             self.release(name)
             self.note(f'close the last file of autoclose {name}')
-            pm.waitFor(lambda: not os.path.exists(self.path('sessions', name)), 5.0) or \
-                self.fail(f'autoclose {name} still there 5 s after its last file closed')
+            pm.waitFor(lambda: not os.path.exists(self.path('sessions', name)), pm.WAIT_S) or \
+                self.fail(f'autoclose {name} still there {pm.WAIT_S:.0f} s after its last file closed')
             self.forget(name)
         if self.cfg.plant:
             self.checkPlanted(name)

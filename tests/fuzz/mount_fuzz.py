@@ -14,7 +14,7 @@ operation on one of its sessions it checks:
   - a refused write changed nothing of the session's configuration;
   - a counting PMD written with a plain value never goes backwards;
   - with the sim's manual clock, `counts` and `sets/N/pmdK` agree;
-  - rmdir leaves nothing behind; a blocked reader is woken within 5 s.
+  - rmdir leaves nothing behind; a blocked reader is woken.
 The orchestrator kills clients with SIGKILL mid-call (their autoclose and
 libpfm sessions must go), checks that the daemon keeps answering, and at the
 end that no session is left and the daemon's log has no sanitizer report.
@@ -27,7 +27,14 @@ then shrinks the first failure: its thread's operations are replayed alone
 on a fresh mount, and dropped while the failure stays (ddmin), and the
 shortest sequence is printed with the line that replays it (--replay). A
 failure that needs other clients' interleaving does not replay alone: the
-seed is then what reproduces it, in a few runs.
+seed is then what reproduces it, in a few runs. Shrinking stops after
+--shrink-seconds or --shrink-replays, whichever comes first; with
+--expect-shrunk (a test of the shrinking itself) only the replays count, so
+that the result does not depend on the machine's speed.
+
+Waits for what must happen (the daemon answers, a killed client's sessions
+go, a blocked reader wakes) are bounded by pfmfs_mount.WAIT_S: a failure is
+what never happens, not what is slow on a loaded machine.
 """
 import argparse
 import fcntl
@@ -176,9 +183,10 @@ def fuzz(args, mount, cfg):
             kills_this_round = 0
             while live:
                 # The daemon answers, whatever the clients do.
-                if not pm.waitFor(lambda: answers(mount), 5.0) or mount.proc.poll() is not None:
+                if not pm.waitFor(lambda: answers(mount), pm.WAIT_S) or mount.proc.poll() is not None:
                     failures.append({'thread': 'orchestrator', 'log': [],
-                                     'violation': f'the daemon did not answer within 5 s: {mount.log()[-3000:]}'})
+                                     'violation': f'the daemon did not answer within {pm.WAIT_S:.0f} s: '
+                                                  f'{mount.log()[-3000:]}'})
                     return failures, total_ops, kills, rounds
                 if (args.kill_every and kills_this_round < args.kills_per_round and
                         time.monotonic() - last_kill > args.kill_every and rnd.random() < 0.5):
@@ -196,9 +204,10 @@ def fuzz(args, mount, cfg):
                             pass
                     # Its autoclose sessions go with it (the kernel closes its files).
                     names = journalNames(ac)
-                    if not pm.waitFor(lambda: not leftOf(mount, names), 5.0):
+                    if not pm.waitFor(lambda: not leftOf(mount, names), pm.WAIT_S):
                         failures.append({'thread': f'client {client}', 'log': [], 'violation':
-                                         f'sessions {leftOf(mount, names)} outlived their killed client by 5 s'})
+                                         f'sessions {leftOf(mount, names)} outlived their killed client by '
+                                         f'{pm.WAIT_S:.0f} s'})
                     continue
                 for pid in list(live):
                     done, status = os.waitpid(pid, os.WNOHANG)
@@ -252,9 +261,11 @@ def replay(cfg, client, thread, seeds, timeout=300):
     return {'violation': f'the replay did not finish in {timeout} s', 'log': []}
 
 
-def shrink(cfg, failure, budget_s):
-    """ddmin over the failing thread's op seeds. Returns (seeds, violation
-    of the shortest replay) or None when the failure does not replay alone."""
+def shrink(cfg, failure, budget_s, max_replays):
+    """ddmin over the failing thread's op seeds, for up to budget_s seconds
+    and max_replays replays (0: no bound of that kind). Returns (seeds,
+    violation of the shortest replay) or None when the failure does not
+    replay alone."""
     client, thread = failure['client'], int(failure['thread'].split('t')[1])
     want = kindOf(failure['violation'])
     tries = 0
@@ -270,20 +281,31 @@ def shrink(cfg, failure, budget_s):
     if best is None:
         return None
     deadline = time.monotonic() + budget_s
+
+    def budgetLeft():
+        return ((budget_s <= 0 or time.monotonic() < deadline) and
+                (max_replays <= 0 or tries < max_replays))
     n = 2
-    while len(seeds) >= 2 and time.monotonic() < deadline:
+    minimal = len(seeds) < 2
+    while not minimal and budgetLeft():
         chunk = -(-len(seeds) // n)
         for i in range(0, len(seeds), chunk):
+            if not budgetLeft():
+                break
             rest = seeds[:i] + seeds[i + chunk:]
             v = fails(rest)
             if v is not None:
                 seeds, best, n = rest, v, max(n - 1, 2)
+                minimal = len(seeds) < 2
                 break
         else:
             if n >= len(seeds):
-                break
+                minimal = True  # no single operation can go
             n = min(2 * n, len(seeds))
-    print(f'mount_fuzz: shrinking took {tries} replays; {"stopped by the budget" if n < len(seeds) else "1-minimal"}')
+    bounds = ' and '.join(b for b in (f'{budget_s:g} s' if budget_s > 0 else '',
+                                      f'{max_replays} replays' if max_replays > 0 else '') if b)
+    print(f'mount_fuzz: shrinking took {tries} replays; '
+          f'{"1-minimal" if minimal else f"stopped by its budget ({bounds}) before it was 1-minimal"}')
     return seeds, best
 
 
@@ -303,8 +325,11 @@ def report(args, failures, cfg_factory):
         return None
     print(f'\nmount_fuzz: shrinking the failure of {first["thread"]} ({len(first["seeds"])} operations) alone '
           f'on a fresh mount...')
+    # A test of the shrinking (--expect-shrunk) bounds it by replays only: a
+    # slow machine takes longer, not fewer steps.
+    budget_s = 0 if args.expect_shrunk is not None else args.shrink_seconds
     with cfg_factory() as cfg:
-        got = shrink(cfg, first, args.shrink_seconds)
+        got = shrink(cfg, first, budget_s, args.shrink_replays)
     if got is None:
         print('mount_fuzz: it does not fail alone (it needs the other clients): the seed above reproduces it')
         return None
@@ -349,7 +374,9 @@ def main():
     ap.add_argument('--real-clock', action='store_true')
     ap.add_argument('--kill-every', type=float, default=2.0, help='seconds between SIGKILLs of a client (0: none)')
     ap.add_argument('--kills-per-round', type=int, default=1)
-    ap.add_argument('--shrink-seconds', type=float, default=300, help='time for shrinking a failure (0: none)')
+    ap.add_argument('--shrink-seconds', type=float, default=300, help='time for shrinking a failure (0: none); '
+                    'not with --expect-shrunk, which bounds it by --shrink-replays alone')
+    ap.add_argument('--shrink-replays', type=int, default=1000, help='the most replays shrinking makes (0: no bound)')
     ap.add_argument('--replay', metavar='CLIENT:THREAD:SEEDS', help='replay one thread\'s op seeds alone')
     ap.add_argument('--plant', action='store_true', help='check a made-up rule that some sequences break')
     ap.add_argument('--expect-shrunk', type=int, metavar='N',
