@@ -206,6 +206,10 @@ void Filesystem::write(fuse_req_t req, fuse_ino_t, const char* buf, std::size_t 
     return (void)fuse_reply_err(req, EINVAL);
   }
   Status st = writeTo(req, n, std::string_view(buf, size));
+  // Pollers hear of every message queued before this write (by the ticker,
+  // say) before the writer hears of its end: libpfm-compat's pfm_stop relies
+  // on it to send a notification's signal before it returns.
+  if (n.session) n.session->session->awaitNotifications();
   if (!st) {
     log(LogLevel::Debug, "write {}: {}", n.name, st.error().reason);
     return (void)fuse_reply_err(req, -st.code());

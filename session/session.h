@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -148,6 +149,12 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
 
   StateInfo state();
   std::string error() const;  // the reason of the last failure, "" if none
+  // Returns once the observer has been told of every message queued before
+  // this call (another thread's operation tells it after releasing the
+  // session's lock), or after a second: a reply to a file write sent after
+  // it comes after the poll wakeups of what was queued before, as the
+  // library's notification fence needs (libpfm-compat's async_notify.h).
+  void awaitNotifications() const;
   // A failure found above the engine (a write that does not parse): recorded
   // in error() like the engine's own, and returned.
   Status refuse(Error e);
@@ -309,6 +316,9 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   bool set_chosen_ = false;           // a start or load set=N has picked the active set
   MessageQueue messages_;
   bool notify_pending_ = false;       // messages queued since the observer was last told
+  // Operations between queueing messages (counted under the lock) and
+  // having told the observer (after it).
+  mutable std::atomic<unsigned> notifying_{0};
 
   // While loaded.
   std::unique_ptr<pmu::TargetPmu> pmu_;

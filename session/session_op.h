@@ -23,8 +23,12 @@ class Session::Op {
     s_.publishFastPage();
     bool notify = s_.notify_pending_;
     s_.notify_pending_ = false;
+    if (notify) s_.notifying_.fetch_add(1);  // under the lock: any later operation sees it
     lock_.unlock();
-    if (notify) s_.engine_.notifyQueued(s_);
+    if (notify) {
+      s_.engine_.notifyQueued(s_);
+      s_.notifying_.fetch_sub(1);
+    }
   }
   Op(const Op&) = delete;
   Op& operator=(const Op&) = delete;

@@ -1,6 +1,9 @@
 // A session's sets (create, delete, switch rules, info) and what a read of
 // its state, error, counts and messages shows. The rest of Session is in
 // session.cpp, session_registers.cpp and session_time.cpp.
+#include <chrono>
+#include <thread>
+
 #include "session/engine.h"
 #include "session/saturating.h"
 #include "session/session.h"
@@ -99,6 +102,13 @@ StateInfo Session::state() {
 std::string Session::error() const {
   Op op(*this);
   return error_;
+}
+
+void Session::awaitNotifications() const {
+  // Telling the observer is one poll wakeup per waiter: microseconds, so a
+  // wait that long is a stuck observer, which the write must not share.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (notifying_.load() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
 }
 
 std::vector<CountLine> Session::counts() {
