@@ -8,8 +8,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mutex>
@@ -19,23 +21,56 @@
 namespace pfmcompat {
 namespace {
 
-// What the watcher asks the signaller to send, whole in one pipe write.
-struct SignalRequest {
-  int32_t fd;          // the program's descriptor number: the signal's si_fd
-  int32_t owner_type;  // F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP
-  int32_t owner;       // its id
-  int32_t signal;      // F_GETSIG: 0 means plain SIGIO
-};
 
-std::mutex g_mutex;      // creation and fork only
+std::mutex g_mutex;      // creation, fork and the abandoned fences only
 bool g_started = false;  // the threads run in this process
 int g_epoll = -1;
 int g_request_read = -1;
 int g_request_write = -1;
 
+// A caller of drainNotifications waiting for the signaller to reach it.
+// Freed by the caller once done; left to the threads (leaked) if it gave up.
+// POSIX's mutex and condition, not the standard library's, which would
+// need libstdc++ (cxx_runtime.cpp).
+struct Fence {
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cv;
+  bool done = false;
+  Fence* next_abandoned = nullptr;
+};
+// The fences given up on: kept reachable, so that a leak checker does not
+// count them (the threads may still reach one).
+Fence* g_abandoned = nullptr;
+
+// What the watcher asks the signaller to send, whole in one pipe write; or,
+// with `fence`, that it say when it got there.
+struct SignalRequest {
+  int32_t fd;          // the program's descriptor number: the signal's si_fd
+  int32_t owner_type;  // F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP
+  int32_t owner;       // its id
+  int32_t signal;      // F_GETSIG: 0 means plain SIGIO
+  Fence* fence;        // not null: a fence, nothing to send
+};
+
+// An epoll key with this bit is a fence's eventfd, the rest its Fence (user
+// space addresses have the top bit clear); other keys are packKey's.
+constexpr uint64_t kFenceKey = uint64_t{1} << 63;
+
+void queueRequest(const SignalRequest& req) {
+  ssize_t n;
+  do {
+    n = write(g_request_write, &req, sizeof req);
+  } while (n < 0 && errno == EINTR);
+  (void)n;
+}
+
 uint64_t packKey(int fd, uint32_t generation) { return uint64_t(uint32_t(fd)) | uint64_t(generation) << 32; }
 
 void handleEvent(uint64_t key, uint32_t events) {
+  if (key & kFenceKey) {  // the events before it are handled: on to the signaller
+    queueRequest(SignalRequest{-1, 0, 0, 0, reinterpret_cast<Fence*>(key & ~kFenceKey)});
+    return;
+  }
   if (!(events & (EPOLLIN | EPOLLPRI)) || (events & EPOLLHUP)) return;  // HUP: the session is gone
   const int fd = int(uint32_t(key));
   const uint32_t generation = uint32_t(key >> 32);
@@ -49,12 +84,7 @@ void handleEvent(uint64_t key, uint32_t events) {
   if (fcntl(fd, F_GETOWN_EX, &owner) != 0 || owner.pid <= 0) return;  // no owner: no signal, as for any file
   int sig = fcntl(fd, F_GETSIG);
   if (sig < 0) return;
-  SignalRequest req{fd, owner.type, owner.pid, sig};
-  ssize_t n;
-  do {
-    n = write(g_request_write, &req, sizeof req);
-  } while (n < 0 && errno == EINTR);
-  (void)n;
+  queueRequest(SignalRequest{fd, owner.type, owner.pid, sig, nullptr});
 }
 
 void* watcherMain(void* arg) {
@@ -138,6 +168,13 @@ void* signallerMain(void* arg) {
     long n = sys(SYS_read, request_fd, long(&req), sizeof req);
     if (n == -1 && errno == EINTR) continue;
     if (n != long(sizeof req)) return nullptr;  // the process is going (or forked away)
+    if (req.fence) {  // every request before it is sent
+      pthread_mutex_lock(&req.fence->mu);
+      req.fence->done = true;
+      pthread_cond_broadcast(&req.fence->cv);  // under the lock: the caller frees it once it sees done
+      pthread_mutex_unlock(&req.fence->mu);
+      continue;
+    }
     sendLikeTheKernel(request_fd, req);
   }
 }
@@ -209,6 +246,51 @@ bool ensureStarted() {
 }
 
 }  // namespace
+
+void drainNotifications(int fd) {
+  int epfd;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!g_started) return;
+    epfd = g_epoll;
+  }
+  struct f_owner_ex owner;
+  if (fcntl(fd, F_GETOWN_EX, &owner) != 0 || owner.pid <= 0) return;  // no owner: no signals to wait for
+  int efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);  // readable at once
+  if (efd < 0) return;
+  auto* fence = new Fence;
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&fence->cv, &attr);
+  pthread_condattr_destroy(&attr);
+  struct epoll_event ev;
+  ev.events = EPOLLIN | EPOLLONESHOT;
+  ev.data.u64 = kFenceKey | reinterpret_cast<uintptr_t>(fence);
+  if (epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev) != 0) {
+    close(efd);
+    pthread_cond_destroy(&fence->cv);
+    delete fence;
+    return;
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += 1;
+  pthread_mutex_lock(&fence->mu);
+  while (!fence->done && pthread_cond_timedwait(&fence->cv, &fence->mu, &until) != ETIMEDOUT) {
+  }
+  const bool done = fence->done;
+  pthread_mutex_unlock(&fence->mu);
+  close(efd);  // also takes it out of the epoll set
+  if (done) {
+    pthread_cond_destroy(&fence->cv);
+    delete fence;
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);  // the threads may still reach it: kept, a few bytes, rarely
+  fence->next_abandoned = g_abandoned;
+  g_abandoned = fence;
+}
 
 void watchContext(int fd, uint32_t generation) {
   std::lock_guard<std::mutex> lock(g_mutex);

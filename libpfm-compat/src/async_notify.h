@@ -26,4 +26,16 @@ namespace pfmcompat {
 // threads keep serving the descriptors they share with the child).
 void watchContext(int fd, uint32_t generation);
 
+// Returns once the signal of every notification the daemon had made on fd's
+// session before now is sent (pending in its owner), or after a second:
+// what pfm_stop and pfm_unload_context wait for. On perfmon2 the signal came
+// from the overflow's interrupt in the thread itself, never after the stop
+// that followed; here it comes from the watcher and the signaller, and a
+// program that tore down its handler's state after pfm_stop would get it
+// late (PAPI: "thread == NULL in _papi_pfm_dispatch_timer"). A fence goes
+// through the watcher's epoll set behind fd's pending events, then through
+// the signaller's queue behind their requests. Nothing to wait for on a
+// descriptor without an owner, or without the threads.
+void drainNotifications(int fd);
+
 }  // namespace pfmcompat

@@ -409,7 +409,14 @@ int unloadContext(Context& c) {
   if (r == 0) {
     c.setLoaded(false);
     c.fastPath().dropGroup();
+    drainNotifications(c.userFd());
   }
+  return r;
+}
+
+int stopContext(Context& c) {
+  int r = simpleCommand(c, "stop");
+  if (r == 0) drainNotifications(c.userFd());
   return r;
 }
 

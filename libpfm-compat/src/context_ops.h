@@ -82,6 +82,9 @@ int readPmcs(Context& c, void* vec, size_t n, KeyGetter key, PmcSetter put);
 
 // ctl commands.
 int unloadContext(Context& c);
+// `stop`; then, as unloadContext, the signals of notifications made before
+// it are sent before it returns (drainNotifications), as on perfmon2.
+int stopContext(Context& c);
 int loadContext(Context& c, uint32_t target, const uint16_t* set);  // set == nullptr: no set=
 int startContext(Context& c, const uint16_t* set);                  // nullptr: plain `start`
 int simpleCommand(Context& c, const char* command);                 // stop, restart, unload

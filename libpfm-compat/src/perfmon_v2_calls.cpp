@@ -115,7 +115,7 @@ PFM_EXPORT os_err_t pfm_start(int fd, pfarg_start_t* start) {
 }
 
 PFM_EXPORT os_err_t pfm_stop(int fd) {
-  return onContext(fd, "pfm_stop", [](Context& c) { return simpleCommand(c, "stop"); });
+  return onContext(fd, "pfm_stop", [](Context& c) { return stopContext(c); });
 }
 
 PFM_EXPORT os_err_t pfm_restart(int fd) {

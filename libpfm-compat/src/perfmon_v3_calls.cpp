@@ -184,7 +184,7 @@ PFM_EXPORT os_err_t pfm_set_state(int fd, int flags, int state) {
     if (flags != 0) return -EINVAL;
     switch (state) {
       case PFM_ST_START: return startContext(c, nullptr);
-      case PFM_ST_STOP: return simpleCommand(c, "stop");
+      case PFM_ST_STOP: return stopContext(c);
       case PFM_ST_RESTART: return simpleCommand(c, "restart");
       default: return -EINVAL;
     }
