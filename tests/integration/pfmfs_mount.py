@@ -849,6 +849,30 @@ def goneTid():
     return proc.pid
 
 
+def threadsOf(pid):
+    """Where each thread of a process is, from /proc: its name, state, the
+    kernel function it sleeps in, its system call and its kernel stack (as
+    root), to say what a process that did not finish waited for."""
+    lines = []
+    try:
+        tids = sorted(os.listdir(f'/proc/{pid}/task'), key=int)
+    except OSError:
+        return f'  (process {pid} is gone)'
+    for tid in tids:
+        fields = {}
+        for name in ('comm', 'stat', 'wchan', 'syscall', 'stack'):
+            try:
+                with open(f'/proc/{pid}/task/{tid}/{name}') as f:
+                    fields[name] = f.read().strip()
+            except OSError as e:
+                fields[name] = f'({e.strerror})'
+        state = fields['stat'].rsplit(')', 1)[-1].split()[:1] or ['?']
+        stack = ' < '.join(line.split()[-1] for line in fields['stack'].splitlines()[:6])
+        lines.append(f'  thread {tid} ({fields["comm"]}): state {state[0]}, in {fields["wchan"] or "-"}, '
+                     f'syscall {fields["syscall"]}, stack {stack}')
+    return '\n'.join(lines)
+
+
 def waitFor(predicate, timeout=WAIT_S, interval=0.01):
     """Polls predicate() until it is true; returns its last value."""
     deadline = time.monotonic() + timeout
@@ -952,13 +976,15 @@ class Mount:
         self.proc.send_signal(sig)
 
     def waitExit(self, timeout=EXIT_TIMEOUT_S):
-        """The daemon's exit status; DaemonFailed if it does not exit."""
+        """The daemon's exit status; DaemonFailed if it does not exit, with
+        where each of its threads was."""
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             log = self.log()
+            where = threadsOf(self.proc.pid)
             self._cleanupAfterFailure()
-            raise DaemonFailed(f'pfmfsd did not exit within {timeout} s: {log}')
+            raise DaemonFailed(f'pfmfsd did not exit within {timeout} s; its threads:\n{where}\nits log: {log}')
 
     def close(self, sig=signal.SIGTERM):
         """Stops the daemon with `sig`; asserts it exits 0 and unmounted."""
