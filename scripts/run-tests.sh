@@ -102,13 +102,21 @@ setup() {  # setup DIR [meson options...]
   ninja -C "$dir"
 }
 
-run() {  # run DIR NAME [meson test options...]: its JSON log kept as summary/DIR-NAME.json
-  # Logs of their own (--logbase): two lanes may run meson test in one build.
-  local dir=$1 name=$2 rc=0; shift 2
-  rm -f "$dir/meson-logs/$name.json"
+run() {  # run BUILD NAME [meson test options...]: its JSON log kept as summary/BUILD-NAME.json
+  # Logs of their own (--logbase): two lanes may run meson test in one
+  # build. meson adds the wrapper's name to a log's (NAME-setarch.json).
+  local build=$1 name=$2 dir rc=0; shift 2
+  dir=$(build_dir "$build")
+  rm -f "$dir/meson-logs/$name".json "$dir/meson-logs/$name"-*.json
   meson test -C "$dir" --logbase "$name" --print-errorlogs "$@" || rc=$?
-  if [ -f "$dir/meson-logs/$name.json" ]; then cp "$dir/meson-logs/$name.json" "$summary/$dir-$name.json"; fi
+  local log
+  for log in "$dir/meson-logs/$name".json "$dir/meson-logs/$name"-*.json; do
+    if [ -f "$log" ]; then cp "$log" "$summary/$build-$name.json"; fi
+  done
   return $rc
+}
+build_dir() {  # build_dir BUILD: its meson build directory
+  case $1 in plain) echo build ;; *) echo "build-$1" ;; esac
 }
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
@@ -148,7 +156,7 @@ lane_builds() {
 
 lane_vm() {  # the helper module's tests and the mount tests on x86, in the QEMU guest
   built plain || return 1
-  step "plain: vm" run build vm --suite vm --no-rebuild
+  step "plain: vm" run plain vm --suite vm --no-rebuild
 }
 
 lane_plain() {
@@ -156,9 +164,9 @@ lane_plain() {
   built plain || return 1
   # Benchmarks: a check that they run (their figures are measured on a quiet
   # machine, docs/CONTRIBUTING.md).
-  step "plain: benchmarks" run build benchmarks --benchmark --verbose --no-rebuild || rc=1
+  step "plain: benchmarks" run plain benchmarks --benchmark --verbose --no-rebuild || rc=1
   step "plain: unit, integration, libpfm, papi" \
-    run build tests --suite unit --suite integration --suite libpfm --suite papi --no-rebuild || rc=1
+    run plain tests --suite unit --suite integration --suite libpfm --suite papi --no-rebuild || rc=1
   return $rc
 }
 
@@ -168,7 +176,7 @@ lane_asan() {
   # runs under ASan/UBSan here, with every mount test driving it.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     step "asan: unit, integration, libpfm" \
-    run build-asan tests --suite unit --suite integration --suite libpfm --no-rebuild
+    run asan tests --suite unit --suite integration --suite libpfm --no-rebuild
 }
 
 lane_tsan() {
@@ -180,7 +188,7 @@ lane_tsan() {
   # works whatever the kernel's mmap randomisation.
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     step "tsan: unit, integration, libpfm" \
-    run build-tsan tests --suite unit --suite integration --suite libpfm --no-rebuild \
+    run tsan tests --suite unit --suite integration --suite libpfm --no-rebuild \
     --wrapper "setarch $(uname -m) -R"
 }
 
@@ -189,7 +197,7 @@ lane_fuzz() {
   # The libFuzzer targets of every parser (tests/fuzz/), in a clang build
   # with ASan/UBSan: each oracle's committed corpus replayed, then a few
   # seconds of fuzzing each.
-  step "fuzz: fuzz" run build-fuzz fuzz --suite fuzz --no-rebuild
+  step "fuzz: fuzz" run fuzz fuzz --suite fuzz --no-rebuild
 }
 
 status=0
@@ -212,7 +220,7 @@ done
 # The Debian packages: built, installed into this machine's root and purged,
 # with nothing else running (the guest shares this root).
 if want plain && built plain; then
-  step "plain: packaging" run build packaging --suite packaging --no-rebuild || status=1
+  step "plain: packaging" run plain packaging --suite packaging --no-rebuild || status=1
 fi
 stop_hogs
 
@@ -232,10 +240,9 @@ def records(log):
     for line in open(log):
         yield json.loads(line)
 
-dirs = {"plain": "build", "asan": "build-asan", "tsan": "build-tsan", "fuzz": "build-fuzz"}
 suites = collections.defaultdict(float)
 for b in builds:
-    for log in glob.glob(os.path.join(summary, f"{dirs[b]}-*.json")):
+    for log in glob.glob(os.path.join(summary, f"{b}-*.json")):
         if log.endswith("-benchmarks.json"):
             continue
         for r in records(log):
@@ -255,12 +262,12 @@ def tally(logs, where):
             else:
                 failed += 1
                 print(f"FAILED: {where} {r['name']} ({r['result']}), its last lines:")
-                for l in ((r.get("stdout") or "") + (r.get("stderr") or "")).splitlines()[-6:]: print(f"    {l}")
+                for l in ((r.get("stdout") or "") + (r.get("stderr") or "")).splitlines()[-20:]: print(f"    {l}")
     return passed, failed, skipped
 
 bp = bf = 0
 if "plain" in builds:
-    bench = os.path.join(summary, "build-benchmarks.json")
+    bench = os.path.join(summary, "plain-benchmarks.json")
     if os.path.exists(bench):
         bp, bf, _ = tally([bench], "benchmark")
     else:
@@ -269,12 +276,12 @@ passed = failed = skipped = 0
 expected = {"plain": ["tests", "vm", "packaging"], "asan": ["tests"], "tsan": ["tests"], "fuzz": ["fuzz"]}
 for b in builds:
     for name in expected[b]:
-        log = os.path.join(summary, f"{dirs[b]}-{name}.json")
+        log = os.path.join(summary, f"{b}-{name}.json")
         if not os.path.exists(log):
             print(f"FAILED: {b} {name} left no test log")
             failed += 1
             continue
-        p, f, s = tally([log], dirs[b])
+        p, f, s = tally([log], b)
         passed, failed, skipped = passed + p, failed + f, skipped + s
 print(f"benchmarks: {bp} passed, {bf} failed")
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
