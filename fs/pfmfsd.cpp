@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "fs/fastpath_server.h"
 #include "fs/filesystem.h"
 #include "fs/log.h"
+#include "fs/stop_signals.h"
 #include "fs/thread_watcher.h"
 #include "fs/unmount_keeper.h"
 #include "pmu/perf/perf_backend.h"
@@ -266,6 +268,11 @@ int serve(DaemonOptions& o) {
     log(LogLevel::Debug, "ignoring mount(8)'s options: {}", fmt::join(o.ignored_mount_options, ","));
   Background background;
   if (!o.foreground) background.start();
+  // Before any thread exists: every thread blocks the stopping signals, and
+  // StopSignals' thread takes them (stop_signals.h). A client gone from a
+  // pipe or socket is an error of that write, not an end.
+  StopSignals::blockInThisThread();
+  ::signal(SIGPIPE, SIG_IGN);
   raiseFileLimit();
   auto backend = makeBackend(o);
   if (!backend) return usageError(backend.error().reason);
@@ -310,14 +317,9 @@ int serve(DaemonOptions& o) {
   if (!se)
     return usageError(fmt::format("bad FUSE options -o {}: {}", fmt::join(o.fuse_options, ","), fuseMessages()));
   filesystem.attach(se);
-  if (fuse_set_signal_handlers(se) != 0) {
-    fuse_session_destroy(se);
-    return usageError("cannot install signal handlers");
-  }
   fuse_messages.clear();
   const std::set<int> before_mount = openDescriptors();
   if (fuse_session_mount(se, o.mountpoint.c_str()) != 0) {
-    fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
     return usageError(fmt::format("cannot mount on {}: {}", o.mountpoint, fuseMessages()));
   }
@@ -339,11 +341,24 @@ int serve(DaemonOptions& o) {
   log(LogLevel::Info, "mounted on {} with the {} backend ({})", o.mountpoint, backend_name,
       (*backend)->description().model);
 
+  // SIGINT, SIGTERM, SIGHUP: every session goes first (blocked readers get
+  // their end of file, pfmfsd(8)), then the loop ends and the mount with it.
+  LoopWaker::prepareThisThread();
+  const pthread_t loop_thread = ::pthread_self();
+  std::optional<StopSignals> stop_signals;
+  stop_signals.emplace([&filesystem, se, loop_thread](int sig) {
+    log(LogLevel::Info, "SIG{}: destroying {} session(s), then unmounting", sigabbrev_np(sig), filesystem.sessionCount());
+    filesystem.shutdown();
+    fuse_session_exit(se);
+    LoopWaker::wake(loop_thread);
+  });
+
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(loop, 0);
   fuse_loop_cfg_set_idle_threads(loop, 8);
   int rc = fuse_session_loop_mt(se, loop);
   fuse_loop_cfg_destroy(loop);
+  stop_signals.reset();  // joined: a stop under way has ended
 
   log(LogLevel::Info, "stopping: unloading {} session(s)", filesystem.sessionCount());
   // Every thread that calls into the filesystem or the engine is joined
@@ -356,11 +371,10 @@ int serve(DaemonOptions& o) {
   filesystem.shutdown();
   engine.setObserver(nullptr);
   answerLeftRequests(se);
-  fuse_remove_signal_handlers(se);
   raiseCapability(CAP_SYS_ADMIN);
   fuse_session_unmount(se);
   fuse_session_destroy(se);
-  if (rc != 0 && rc != SIGTERM && rc != SIGINT && rc != SIGHUP) {
+  if (rc != 0) {
     log(LogLevel::Error, "session loop failed ({})", rc);
     return 1;
   }

@@ -782,26 +782,32 @@ class DaemonTest(MountTestCase):
                                 open(f'/proc/{keeper}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'),
                         'the keeper outlived the daemon')
 
-    def test_only_the_main_thread_and_libfuses_workers_take_ending_signals(self):
-        # libfuse's handler only sets a flag: the thread it interrupts must
-        # be one that then ends the loop (docs/pfmfsd.8.md). Threads of
-        # pfmfs's own are named pfmfs-*, and block SIGHUP, SIGINT, SIGTERM.
+    def test_every_thread_blocks_the_stopping_signals_but_one_takes_them(self):
+        # SIGINT, SIGTERM and SIGHUP end the daemon in its own order (every
+        # session first, then the loop: docs/pfmfsd.8.md): no thread may be
+        # interrupted by them at a random point. All block them; the thread
+        # pfmfs-signals waits for them in sigwaitinfo (rt_sigtimedwait,
+        # during which the kernel shows them unblocked there).
         m = self.startMount()
         self.activeSession(m)  # a session counting: the backends' threads run
         ending = (1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
-        ours = {}
+        blocks, waiter = {}, None
         for tid in os.listdir(f'/proc/{m.proc.pid}/task'):
             base = f'/proc/{m.proc.pid}/task/{tid}'
             with open(f'{base}/comm') as f:
                 name = f.read().strip()
             with open(f'{base}/status') as f:
                 blocked = int(next(line for line in f if line.startswith('SigBlk:')).split()[1], 16)
-            if int(tid) == m.proc.pid:
-                self.assertEqual(blocked & ending, 0, 'the main thread blocks an ending signal')
-            elif name.startswith('pfmfs-'):
-                ours[name] = blocked & ending
-        self.assertIn('pfmfs-watcher', ours)
-        self.assertEqual({name: ending for name in ours}, ours)
+            if name == 'pfmfs-signals':
+                waiter = tid
+            else:
+                blocks[f'{name} {tid}'] = blocked & ending
+        self.assertIsNotNone(waiter, 'no thread pfmfs-signals')
+        self.assertIn('pfmfs-watcher', {name.split()[0] for name in blocks})
+        self.assertEqual({name: ending for name in blocks}, blocks)
+        rt_sigtimedwait = 128  # x86-64
+        self.assertTrue(waitFor(lambda: open(f'/proc/{m.proc.pid}/task/{waiter}/syscall').read().split()[0] ==
+                                str(rt_sigtimedwait)), 'pfmfs-signals does not wait for the signals')
         m.close()
 
     def test_umount_ends_the_daemon(self):
