@@ -778,9 +778,14 @@ class DaemonTest(MountTestCase):
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             self.assertTrue(ignored & (1 << (sig - 1)), f'{sig.name} not ignored')
         m.close()
-        self.assertTrue(waitFor(lambda: not os.path.exists(f'/proc/{keeper}') or
-                                open(f'/proc/{keeper}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'),
-                        'the keeper outlived the daemon')
+
+        def gone():
+            try:
+                with open(f'/proc/{keeper}/stat') as f:
+                    return f.read().rsplit(')', 1)[1].split()[0] == 'Z'  # exited, not reaped yet
+            except FileNotFoundError:
+                return True
+        self.assertTrue(waitFor(gone), 'the keeper outlived the daemon')
 
     def test_every_thread_blocks_the_stopping_signals_but_one_takes_them(self):
         # SIGINT, SIGTERM and SIGHUP end the daemon in its own order (every
