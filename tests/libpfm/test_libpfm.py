@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'integration'))
 
 import pfmfs_mount  # noqa: E402  (after the path above)
-from pfmfs_mount import BACKEND, Mount, inCi, waitFor  # noqa: E402
+from pfmfs_mount import BACKEND, Mount, inCi, threadsOf, waitFor  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 SKIP_STATUS = 77
@@ -221,33 +221,6 @@ def sessions(mount):
     return sorted(os.listdir(mount.path('sessions')))
 
 
-def whereIs(pid):
-    """Where each thread of a process is, from /proc: its name, state, the
-    kernel function it sleeps in and its system call (number and
-    arguments), to say what a program that ran out of time waited for."""
-    lines = []
-    try:
-        tids = sorted(os.listdir(f'/proc/{pid}/task'), key=int)
-    except OSError:
-        return f'  (process {pid} is gone)'
-    for tid in tids:
-        fields = {}
-        for name in ('comm', 'wchan', 'syscall'):
-            try:
-                with open(f'/proc/{pid}/task/{tid}/{name}') as f:
-                    fields[name] = f.read().strip()
-            except OSError as e:
-                fields[name] = f'({e.strerror})'
-        try:
-            with open(f'/proc/{pid}/task/{tid}/stat') as f:
-                state = f.read().rsplit(')', 1)[1].split()[0]
-        except (OSError, IndexError):
-            state = '?'
-        lines.append(f'  thread {tid} ({fields["comm"]}): state {state}, in {fields["wchan"] or "-"}, '
-                     f'syscall {fields["syscall"]}')
-    return '\n'.join(lines)
-
-
 class LibpfmTestCase(unittest.TestCase):
     maxDiff = None
 
@@ -289,7 +262,7 @@ class ProgramTest(LibpfmTestCase):
             try:
                 status = p.wait(prog.timeout)
             except subprocess.TimeoutExpired:
-                where = whereIs(p.pid)
+                where = threadsOf(p.pid)
                 p.kill()
                 status = p.wait()
         print(f'{prog.name}: {time.monotonic() - began:.1f} s', file=sys.stderr)
@@ -502,7 +475,7 @@ class ChurnTest(LibpfmTestCase):
         with selectors.DefaultSelector() as sel:
             sel.register(p.stdout, selectors.EVENT_READ)
             if not sel.select(timeout=WAIT_S):
-                where = whereIs(p.pid)
+                where = threadsOf(p.pid)
                 p.kill()
                 self.fail(f'{what}: churn did not get past pfm_initialize in {WAIT_S:.0f} s:\n{where}')
         return p.stdout.readline()
@@ -516,7 +489,7 @@ class ChurnTest(LibpfmTestCase):
             if pid:
                 break
             if time.monotonic() > deadline:
-                where = whereIs(p.pid)
+                where = threadsOf(p.pid)
                 p.kill()
                 self.fail(f'{what}: churn did not stop itself within {WAIT_S:.0f} s:\n{where}')
             time.sleep(0.005)  # a poll: waitpid has no timeout
@@ -630,7 +603,7 @@ class ChurnTest(LibpfmTestCase):
             if not sel.select(timeout=CHURN_STALL_S):
                 done_so_far = lines[-1][0] if lines else 0
                 paces = ', '.join(f'{d:.1f}' for _, d in lines[-5:]) or 'none'
-                where = whereIs(p.pid)
+                where = threadsOf(p.pid)
                 p.kill()
                 self.fail(f'churn stalled: no {CHURN_BATCH} sessions in {CHURN_STALL_S:.0f} s after session '
                           f'{done_so_far} of {CHURN_SESSIONS}, {time.monotonic() - began:.0f} s in (seconds per '
