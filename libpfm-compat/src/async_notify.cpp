@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "context_table.h"
@@ -37,6 +38,11 @@ struct Fence {
   pthread_cond_t cv;
   bool done = false;
   Fence* next_abandoned = nullptr;
+  // Stored (release) once the rest is made, loaded (acquire) by the
+  // signaller before it touches the rest: the pointer reaches it through
+  // the kernel (epoll, then a pipe it reads with raw system calls), which
+  // orders nothing for a thread sanitizer.
+  std::atomic<bool> made{false};
 };
 // The fences given up on: kept reachable, so that a leak checker does not
 // count them (the threads may still reach one).
@@ -169,6 +175,8 @@ void* signallerMain(void* arg) {
     if (n == -1 && errno == EINTR) continue;
     if (n != long(sizeof req)) return nullptr;  // the process is going (or forked away)
     if (req.fence) {  // every request before it is sent
+      while (!req.fence->made.load(std::memory_order_acquire)) {
+      }
       pthread_mutex_lock(&req.fence->mu);
       req.fence->done = true;
       pthread_cond_broadcast(&req.fence->cv);  // under the lock: the caller frees it once it sees done
@@ -264,6 +272,7 @@ void drainNotifications(int fd) {
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&fence->cv, &attr);
   pthread_condattr_destroy(&attr);
+  fence->made.store(true, std::memory_order_release);
   struct epoll_event ev;
   ev.events = EPOLLIN | EPOLLONESHOT;
   ev.data.u64 = kFenceKey | reinterpret_cast<uintptr_t>(fence);
