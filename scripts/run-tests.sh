@@ -119,7 +119,10 @@ build_dir() {  # build_dir BUILD: its meson build directory
   case $1 in plain) echo build ;; *) echo "build-$1" ;; esac
 }
 
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+# The cache serves every clone on this machine, wherever it is: paths are
+# taken relative to the checkout, and the working directory (which -g
+# would add) is left out of the hash.
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache} CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 ccache --max-size=5G >/dev/null 2>&1 || true
 
 # The steps, in lanes that run side by side, each on what the others leave
