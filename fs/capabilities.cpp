@@ -4,16 +4,19 @@
 #include <cap-ng.h>
 #include <linux/capability.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
 #include <string>
+
+#include "pmu/host_info.h"
 
 namespace pfmfs::fs {
 
 std::vector<int> capabilitiesNeeded(const std::string& backend) {
-  // The sim backend counts from world-readable /proc files, but follows a
-  // target's children (flags inherit) with perf's task records: the kernel
+  // The sim backend counts from world-readable /proc files, but watches a
+  // loaded thread with a perf dummy event (its end and set-id execs) and
+  // follows its children (flags inherit) with perf's task records: the kernel
   // gives those on another user's thread, or on a root process (whose
   // capabilities a capability-less daemon does not hold), only with
   // CAP_SYS_PTRACE, and where perf_event_paranoid is 3 only with
@@ -57,15 +60,21 @@ bool raiseCapability(int cap) {
   return capng_apply(CAPNG_SELECT_CAPS) == 0;
 }
 
-bool processHasCapability(pid_t pid, int cap) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) != 0) continue;
-    unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
-    return cap >= 0 && cap < 64 && ((mask >> cap) & 1ULL) != 0;
-  }
-  return false;
+bool inDaemonUserNamespace(pid_t pid) {
+  // The namespace's link names it; reading another process's needs ptrace
+  // access, which a daemon without CAP_SYS_PTRACE (x86) lacks for other
+  // users. Its uid_map is world-readable: a namespace below ours maps ids
+  // other than the whole range one to one, and only a privileged user can
+  // make one that does.
+  char mine[64] = {};
+  char theirs[64] = {};
+  std::string link = "/proc/" + std::to_string(pid) + "/ns/user";
+  ssize_t a = ::readlink("/proc/self/ns/user", mine, sizeof mine - 1);
+  ssize_t b = ::readlink(link.c_str(), theirs, sizeof theirs - 1);
+  if (a > 0 && b > 0) return std::string(mine, static_cast<std::size_t>(a)) == std::string(theirs, static_cast<std::size_t>(b));
+  std::string own = pmu::readSmallFile("/proc/self/uid_map");
+  std::string other = pmu::readSmallFile("/proc/" + std::to_string(pid) + "/uid_map");
+  return !own.empty() && own == other;
 }
 
 }  // namespace pfmfs::fs

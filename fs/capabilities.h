@@ -23,8 +23,9 @@ Status dropCapabilities(const std::vector<int>& keep, const std::vector<int>& do
 // Makes a dormant capability effective again. False if it was not kept.
 bool raiseCapability(int cap);
 
-// Whether the process `pid` has `cap` in its effective set (from
-// /proc/PID/status): how the daemon learns a caller's CAP_SYS_PTRACE.
-bool processHasCapability(pid_t pid, int cap);
+// Whether process `pid` is in pfmfsd's user namespace: only there do the
+// capabilities /proc shows for it count here. (Any user may make a user
+// namespace of their own and hold every capability inside it.)
+bool inDaemonUserNamespace(pid_t pid);
 
 }  // namespace pfmfs::fs

@@ -20,6 +20,7 @@
 #include "fs/filesystem_internal.h"
 #include "fs/log.h"
 #include "fs/text_format.h"
+#include "pmu/task_creds.h"
 
 namespace pfmfs::fs {
 
@@ -146,7 +147,20 @@ session::Caller Filesystem::callerOf(fuse_req_t req, bool for_load) const {
   bool root = ctx->uid == 0;
   c.may_count_kernel = root || config_.allow_kernel;
   if (!for_load) return c;
-  c.may_monitor_any_thread = root || processHasCapability(ctx->pid, CAP_SYS_PTRACE);
+  // A thread load follows the kernel's ptrace rule (session/monitor_rule.h),
+  // which reads the caller's real ids, not the filesystem ones FUSE gives.
+  // A caller that cannot be read is gone (it waits in this request while
+  // alive): it gets ids that match nothing.
+  c.real_uid = static_cast<uid_t>(-1);
+  c.real_gid = static_cast<gid_t>(-1);
+  c.in_daemon_pid_ns = false;
+  if (auto creds = pmu::readTaskCreds(ctx->pid)) {
+    c.real_uid = creds->uids[0];
+    c.real_gid = creds->gids[0];
+    c.tgid = creds->tgid;
+    c.in_daemon_pid_ns = creds->pid_ns_levels == 1;
+    c.may_monitor_any_thread = creds->hasCapability(CAP_SYS_PTRACE) && inDaemonUserNamespace(ctx->pid);
+  }
   c.may_system_wide = root;
   if (!root && config_.system_group) {
     if (ctx->gid == *config_.system_group) {

@@ -15,10 +15,6 @@
 
 namespace pfmfs::pmu {
 
-namespace {
-
-// Reads a small file whole; empty on failure, with errno from the open if
-// that is what failed.
 std::string readSmallFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
@@ -29,8 +25,6 @@ std::string readSmallFile(const std::string& path) {
   ::close(fd);
   return out;
 }
-
-}  // namespace
 
 Result<ThreadIds> threadIds(pid_t tid) {
   if (tid <= 0) return err(ESRCH, "no thread {}", tid);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "pmu/fd.h"
 #include "pmu/result.h"
@@ -17,6 +18,10 @@ struct ThreadIds {
   uid_t uid = 0;   // real uid
   uid_t euid = 0;  // effective uid
 };
+
+// A small file (/proc, /sys) read whole; empty on failure, with errno from
+// the open if that is what failed.
+std::string readSmallFile(const std::string& path);
 
 // The ids of thread `tid` (any thread of any process). ESRCH: no such thread;
 // EMFILE or ENFILE: /proc could not be read for want of a file descriptor,

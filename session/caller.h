@@ -1,5 +1,5 @@
 // Who asks: the credentials of the process behind a request, as the fs layer
-// learns them from FUSE, reduced to the decisions the engine makes.
+// learns them from FUSE and /proc, reduced to the decisions the engine makes.
 #pragma once
 
 #include <sys/types.h>
@@ -7,15 +7,22 @@
 namespace pfmfs::session {
 
 struct Caller {
-  uid_t uid = 0;
+  uid_t uid = 0;  // FUSE's: the caller's filesystem uid, owner of what it creates
   gid_t gid = 0;
-  pid_t pid = 0;
-  bool may_monitor_any_thread = false;  // root or CAP_SYS_PTRACE
+  pid_t pid = 0;  // the calling thread
+  bool may_monitor_any_thread = false;  // CAP_SYS_PTRACE in pfmfsd's user namespace
   bool may_system_wide = false;         // root or in the daemon's system group
   bool may_count_kernel = false;        // root or the daemon's --allow-kernel
+  // What a thread load checks as the kernel's ptrace rule does
+  // (session/monitor_rule.h): the caller's real ids, its process, and
+  // whether the thread ids it writes are pfmfsd's (its pid namespace is).
+  uid_t real_uid = 0;
+  gid_t real_gid = 0;
+  pid_t tgid = 0;
+  bool in_daemon_pid_ns = true;
 
   static Caller root() { return Caller{0, 0, 0, true, true, true}; }
-  static Caller user(uid_t uid, gid_t gid) { return Caller{uid, gid, 0, false, false, false}; }
+  static Caller user(uid_t uid, gid_t gid) { return Caller{uid, gid, 0, false, false, false, uid, gid}; }
 };
 
 }  // namespace pfmfs::session

@@ -11,6 +11,8 @@
 
 #include "fastpath/fast_page.h"  // ~Session: the page being built
 #include "pmu/host_info.h"
+#include "pmu/task_creds.h"
+#include "session/monitor_rule.h"
 #include "session/engine.h"
 #include "session/saturating.h"
 #include "session/session_op.h"
@@ -139,12 +141,11 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   }
   pmu::Target t;
   if (mode_ == Mode::Thread) {
-    auto ids = pmu::threadIds(target);
-    if (!ids) return fail(ids.error());
-    if ((ids->uid != caller.uid || ids->euid != caller.uid) && !caller.may_monitor_any_thread)
-      return fail(err(EPERM, "thread {} belongs to uid {}: monitoring it needs root or CAP_SYS_PTRACE", target, ids->uid));
+    auto creds = pmu::readTaskCreds(target);
+    if (!creds) return fail(creds.error());
+    if (Status may = mayMonitorThread(caller, target, *creds); !may) return fail(may.error());
     t = pmu::Target{pmu::TargetKind::Thread, target, flags_.inherit};
-    target_pid_ = ids->tgid;
+    target_pid_ = creds->tgid;
   } else {
     if (!caller.may_system_wide)
       return fail(err(EPERM, "system-wide sessions need root or the daemon's system group"));
@@ -159,6 +160,18 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   if (!attached) {
     engine_.releaseTarget(mode_, target, this);
     return fail(attached.error());
+  }
+  if (mode_ == Mode::Thread) {
+    // Again, now that the backend watches the thread: a set-id exec from now
+    // on ends its counting (as the kernel ends perf's: pfmfs(5), SECURITY);
+    // one that came between the first look and the attach shows here.
+    auto again = pmu::readTaskCreds(target);
+    Status may = again ? mayMonitorThread(caller, target, *again) : Status(again.error());
+    if (!may) {
+      attached->reset();
+      engine_.releaseTarget(mode_, target, this);
+      return fail(may.error());
+    }
   }
   pmu_ = std::move(*attached);
   child_image_.reset();

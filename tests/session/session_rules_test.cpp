@@ -4,6 +4,7 @@
 // happens when a monitored thread exits. Every failure must change nothing and
 // leave a reason in error().
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -207,6 +208,9 @@ class UidChild {
       ::close(fds[0]);
       long r = ::syscall(SYS_setresgid, ruid, euid, euid);
       if (r == 0) r = ::syscall(SYS_setresuid, ruid, euid, euid);
+      // Changing ids left it undumpable; a user's own process is dumpable
+      // (its exec made it so), a set-uid one is not.
+      if (r == 0 && ruid == euid) r = ::prctl(PR_SET_DUMPABLE, 1);
       char c = r == 0 ? 'y' : 'n';
       if (::write(fds[1], &c, 1) != 1) ::_exit(1);
       for (;;) ::pause();

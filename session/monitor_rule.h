@@ -1,0 +1,23 @@
+// Whether a caller may load a session on a thread: the kernel's rule for
+// perf_event_open on a thread (ptrace_may_access with
+// PTRACE_MODE_READ_REALCREDS), applied by pfmfsd for its callers because it
+// opens counters with rights of its own (pfmfs(5), SECURITY).
+#pragma once
+
+#include <sys/types.h>
+
+#include "pmu/result.h"
+#include "pmu/task_creds.h"
+#include "session/caller.h"
+
+namespace pfmfs::session {
+
+// Allowed: a thread of the caller's own process; or a dumpable thread
+// whose real, effective and saved uids are all the caller's real uid and
+// whose gids all its real gid; or any thread for a caller holding
+// CAP_SYS_PTRACE in pfmfsd's user namespace. Never for a caller in another
+// pid namespace, whose thread ids name other threads here. EPERM with the
+// reason otherwise.
+Status mayMonitorThread(const Caller& caller, pid_t tid, const pmu::TaskCreds& target);
+
+}  // namespace pfmfs::session
