@@ -3,17 +3,22 @@
  * The scheduler's tracepoints: sched_switch saves and loads the
  * images of monitored threads and reports an attached thread's exit at
  * its last switch-out, sched_process_fork reports its children and
- * attaches them where the parent follows its children.
+ * attaches them where the parent follows its children, and
+ * sched_process_exec ends the monitoring of a thread that execs a set-id
+ * program.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/pid_namespace.h>
 #include <linux/sched.h>
+#include <linux/sched/coredump.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
 
 #include "pfh.h"
+
+struct linux_binprm;
 
 /*
  * An attached thread's exit: an EXIT record, queued at its last switch-out
@@ -98,6 +103,40 @@ static void pfh_probe_fork(void *data, struct task_struct *parent,
 	rcu_read_unlock();
 }
 
+/*
+ * An exec that leaves the thread's memory undumpable for its own user (a
+ * set-uid or set-gid program, or one it may not read) ends its monitoring,
+ * as the kernel ends perf's events there (begin_new_exec): the daemon
+ * checked the opener's rights against the thread's old credentials, which
+ * no longer hold. The image is saved, never loaded again (dead), and an
+ * EXIT record tells the opener, who keeps the counts as of the exec. The
+ * new credentials were committed before this tracepoint; in between the
+ * thread ran only the kernel's exec work, which user-level counters do not
+ * count.
+ */
+static void pfh_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
+			   struct linux_binprm *bprm)
+{
+	struct pfh_target *t;
+	unsigned long flags;
+
+	if (!atomic_read(&pfh_nr_threads) || !p->mm ||
+	    get_dumpable(p->mm) == SUID_DUMP_USER)
+		return;
+	rcu_read_lock();
+	t = pfh_find_thread(p);
+	if (t) {
+		local_irq_save(flags);
+		pfh_image_save(this_cpu_ptr(&pfh_cpus), t, true);
+		raw_spin_lock(&t->img.lock);
+		t->img.dead = true;
+		raw_spin_unlock(&t->img.lock);
+		pfh_queue_exit(t, p);
+		local_irq_restore(flags);
+	}
+	rcu_read_unlock();
+}
+
 static struct pfh_tracepoint {
 	const char *name;		/* the tracepoint */
 	void *probe;			/* our probe, of its prototype */
@@ -106,6 +145,7 @@ static struct pfh_tracepoint {
 } pfh_tps[] = {
 	{ "sched_switch", pfh_probe_switch },
 	{ "sched_process_fork", pfh_probe_fork },
+	{ "sched_process_exec", pfh_probe_exec },
 };
 
 static void pfh_find_tp(struct tracepoint *tp, void *priv)

@@ -2,6 +2,7 @@
 #include "pmu/sim/sim_backend.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include "pmu/host_info.h"
 #include "pmu/intel_arch_driver.h"
+#include "pmu/perf/perf_event.h"
 #include "pmu/perf/perf_poller.h"
 #include "pmu/perf/task_tracker.h"
 #include "pmu/sim/emulated_pmu.h"
@@ -54,6 +56,7 @@ class SimTarget final : public TargetPmu {
   ~SimTarget() override {
     // The poller stops calling the listener before the tracker's events close.
     if (poller_) poller_->unwatch(watch_key_);
+    if (sentinel_poller_) sentinel_poller_->unwatch(sentinel_key_);
     if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
   }
 
@@ -63,6 +66,24 @@ class SimTarget final : public TargetPmu {
     poller_ = poller;
     watch_ = std::move(watch);
     watch_key_ = watch_key;
+  }
+
+  // The thread's end as the kernel sees it for perf: a dummy event on it
+  // hangs up when it exits, and when it execs a set-id program (the kernel
+  // ends every perf event of a thread there). The sim counts with no
+  // kernel help, so it needs this to stop where perf would (pfmfs(5),
+  // SECURITY).
+  void watchOwner(std::string owned_path, uid_t owner) {
+    owned_path_ = std::move(owned_path);
+    owner_at_load_ = owner;
+  }
+  void watchEnd(Fd sentinel, std::unique_ptr<perf::RingBuffer> page, perf::Poller* poller,
+                std::shared_ptr<perf::Watch> watch, std::uint64_t key) {
+    sentinel_ = std::move(sentinel);
+    sentinel_page_ = std::move(page);
+    sentinel_poller_ = poller;
+    sentinel_watch_ = std::move(watch);
+    sentinel_key_ = key;
   }
 
   Status loadSet(const SetImage& image) override {
@@ -133,7 +154,15 @@ class SimTarget final : public TargetPmu {
     held_ = held;
   }
 
-  bool gone() override { return gone_; }
+  bool gone() override {
+    if (gone_ || (sentinel_watch_ && sentinel_watch_->hup.load())) return true;
+    // Without a sentinel (perf refused it), a set-id exec shows when the
+    // engine next looks: /proc/TID/status changes owner (task_creds.h). A
+    // lookup by path brings it up to date (an open descriptor's would not).
+    struct stat st {};
+    if (!owned_path_.empty() && ::stat(owned_path_.c_str(), &st) == 0 && st.st_uid != owner_at_load_) gone_ = true;
+    return gone_;
+  }
 
   void takeChildEvents(std::vector<ChildEvent>& out) override {
     if (tracker_) tracker_->take(out);
@@ -207,6 +236,17 @@ class SimTarget final : public TargetPmu {
   perf::Poller* poller_ = nullptr;
   std::shared_ptr<perf::Watch> watch_;
   std::uint64_t watch_key_ = 0;
+
+  // watchEnd's event, and the poller that watches it for its hang-up.
+  Fd sentinel_;
+  std::unique_ptr<perf::RingBuffer> sentinel_page_;
+  perf::Poller* sentinel_poller_ = nullptr;
+  std::shared_ptr<perf::Watch> sentinel_watch_;
+  std::uint64_t sentinel_key_ = 0;
+  // watchOwner's: /proc/TID/status and its owner when loaded. (After the
+  // thread is reaped schedstat says so first: rawTime sets gone_.)
+  std::string owned_path_;
+  uid_t owner_at_load_ = 0;
 };
 
 }  // namespace
@@ -305,6 +345,37 @@ Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, std:
     return err(EINVAL, "cpu {} is not online", target.id);
   }
   std::unique_ptr<SimTarget> t(new SimTarget(*this, &msr_writes_, target, tgid, fd, /*from_creation=*/false));
+  if (target.kind == TargetKind::Thread) {
+    auto p = poller();
+    if (!p) return p.error();
+    perf_event_attr a{};
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_DUMMY;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    auto sentinel = perf::openEvent(a, target.id, -1, -1);
+    // A perf event without a buffer reports POLLHUP at once: the control
+    // page alone (no data pages) gives it one, so that the hang-up means
+    // the thread's end.
+    auto ring = std::make_unique<perf::RingBuffer>();
+    if (sentinel && !ring->map(sentinel->get(), 0)) sentinel = err(EPERM, "its control page cannot be mapped");
+    if (sentinel) {
+      auto watch = std::make_shared<perf::Watch>();
+      watch->listener = listener;
+      auto key = (*p)->watch(sentinel->get(), watch);
+      if (!key) return key.error();
+      t->watchEnd(std::move(*sentinel), std::move(ring), *p, std::move(watch), *key);
+    } else if (sentinel.code() == -ESRCH) {
+      return err(ESRCH, "no thread {}", target.id);
+    } else {
+      // Where perf is closed to the daemon (the sim is what pfmfsd falls
+      // back to there), the owner of /proc/TID says it instead.
+      std::string owned = fmt::format("/proc/{}/status", target.id);
+      struct stat st {};
+      if (::stat(owned.c_str(), &st) != 0) return err(ESRCH, "no thread {}", target.id);
+      t->watchOwner(std::move(owned), st.st_uid);
+    }
+  }
   if (target.inherit) {
     // A poller under either clock: the engine drains the records when told,
     // so that a child's exit is handled even when nobody reads a file (under

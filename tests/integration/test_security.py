@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+# pfmfs(5), SECURITY, tried as an attacker with a shell account would on a
+# shared mount, with a second plain user as the victim where there is one.
+#
+# Loads: a thread load succeeds only where the kernel would let the caller
+# open a perf event on that thread (ptrace_may_access with
+# PTRACE_MODE_READ_REALCREDS), checked beside the kernel's own verdict: a
+# set-gid program of the user's own is refused, capabilities held in a user
+# namespace of one's own count for nothing, and a thread that execs a set-id
+# program while monitored stops being counted there.
+import ctypes
+import errno
+import grp
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+
+import pfmfs_mount
+from pfmfs_mount import (PMU, SIM, TEST_GROUP, TEST_USER, MountTestCase, cpuNs, runAs, stateLine, userIds,
+                         waitAsleep, waitFor)
+
+PERF_EVENT_OPEN = {'x86_64': 298, 'aarch64': 241, 'riscv64': 241}[os.uname().machine]
+PARANOID = '/proc/sys/kernel/perf_event_paranoid'
+
+
+def perfVerdict(pid):
+    """The kernel's answer to perf_event_open of a user-level task-clock
+    event on `pid` by this process: 0, or the errno."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = bytearray(128)  # struct perf_event_attr
+    struct.pack_into('<IIQ', attr, 0, 1, len(attr), 1)  # PERF_TYPE_SOFTWARE, size, PERF_COUNT_SW_TASK_CLOCK
+    struct.pack_into('<Q', attr, 40, 1 | 1 << 5 | 1 << 6)  # disabled, exclude_kernel, exclude_hv
+    buf = (ctypes.c_char * len(attr)).from_buffer(attr)
+    fd = libc.syscall(PERF_EVENT_OPEN, buf, pid, -1, -1, 0)
+    if fd < 0:
+        return ctypes.get_errno()
+    os.close(fd)
+    return 0
+
+
+def attempt(fn, *args):
+    """fn(*args): None on success, else the errno."""
+    try:
+        fn(*args)
+        return None
+    except OSError as e:
+        return e.errno
+
+
+def setIdDir():
+    """A directory where set-id bits take effect (not mounted nosuid), which
+    plain users may enter."""
+    for base in (tempfile.gettempdir(), '/var/tmp', pfmfs_mount.REPO):
+        if os.path.isdir(base) and not os.statvfs(base).f_flag & os.ST_NOSUID:
+            d = tempfile.mkdtemp(prefix='pfmfs-setid-', dir=base)
+            os.chmod(d, 0o755)
+            return d
+    raise AssertionError('no directory here honours set-id bits')
+
+
+class LoadRuleTest(MountTestCase):
+    """Thread loads by a plain user against the kernel's verdict."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # The kernel's verdict on one's own plain process is a yes only where
+        # perf_event_paranoid lets plain users count their threads (2; Debian
+        # ships 3). pfmfsd does not apply paranoid (pfmfsd(8)); the rule
+        # compared here is the ptrace one.
+        with open(PARANOID) as f:
+            cls.paranoid = f.read().strip()
+        if int(cls.paranoid) > 2:
+            with open(PARANOID, 'w') as f:
+                f.write('2\n')
+        cls.dir = setIdDir()
+        uid, _ = userIds(TEST_USER)
+        sys_gid = grp.getgrnam(TEST_GROUP).gr_gid
+        # The user's own set-gid programs: owned by them, in a group of theirs
+        # that is not their primary one, as `chgrp pfmfs-sys; chmod g+s`
+        # makes them. cat waits on its input; yes burns CPU. (Not a shell:
+        # dash and bash give up set-id privileges unless run with -p.)
+        cls.setgid = {}
+        for name in ('cat', 'yes'):
+            path = os.path.join(cls.dir, name)
+            shutil.copy(os.path.realpath(shutil.which(name)), path)
+            os.chown(path, uid, sys_gid)
+            os.chmod(path, 0o2755)
+            cls.setgid[name] = path
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        with open(PARANOID, 'w') as f:
+            f.write(cls.paranoid + '\n')
+        super().tearDownClass()
+
+    def userSession(self):
+        MountTestCase._counter += 1
+        s = self.m.session(f'sec-{self._testMethodName[:30]}-{MountTestCase._counter}')
+        runAs(TEST_USER, os.mkdir, s.dir)
+        self.addCleanup(s.destroy)
+        return s
+
+    def userProcess(self, argv):
+        """argv as TEST_USER with its login groups, stdin a pipe; killed
+        after the test. Returns the Popen once it waits in a read."""
+        uid, gid = userIds(TEST_USER)
+        p = subprocess.Popen(argv, user=uid, group=gid, extra_groups=pfmfs_mount.userGroups(TEST_USER),
+                             stdin=subprocess.PIPE, close_fds=True)
+
+        def end():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            p.stdin.close()
+        self.addCleanup(end)
+        waitAsleep(p.pid, p.pid)
+        return p
+
+    def statusIds(self, pid, key):
+        with open(f'/proc/{pid}/status') as f:
+            for line in f:
+                if line.startswith(key + ':'):
+                    return [int(x) for x in line.split()[1:4]]
+        raise AssertionError(f'no {key} in /proc/{pid}/status')
+
+    def test_setgid_program_is_refused_as_the_kernel_refuses(self):
+        _, gid = userIds(TEST_USER)
+        plain = self.userProcess(['cat'])
+        setgid = self.userProcess([self.setgid['cat']])
+        # The set-gid bit took: its effective gid is not the user's.
+        self.assertEqual(self.statusIds(plain.pid, 'Gid'), [gid, gid, gid])
+        self.assertEqual(self.statusIds(setgid.pid, 'Gid')[0], gid)
+        self.assertNotEqual(self.statusIds(setgid.pid, 'Gid')[1], gid)
+        # The kernel's verdict for this user: its plain process yes, the
+        # set-gid one no.
+        self.assertEqual(runAs(TEST_USER, perfVerdict, plain.pid), 0)
+        self.assertIn(runAs(TEST_USER, perfVerdict, setgid.pid), (errno.EACCES, errno.EPERM))
+
+        s = self.userSession()
+        self.assertEqual(runAs(TEST_USER, attempt, s.ctl, f'load {setgid.pid}'), errno.EPERM)
+        self.assertIn('gid', runAs(TEST_USER, s.error))
+        self.assertEqual(s.state(), stateLine())
+        runAs(TEST_USER, s.ctl, f'load {plain.pid}')
+        self.assertEqual(s.state(), stateLine('loaded', target=plain.pid))
+
+    def test_undumpable_process_is_refused(self):
+        # The user's ids throughout, but made undumpable (prctl), as a
+        # program that holds secrets does: the kernel refuses, so must pfmfs.
+        p = self.userProcess([pfmfs_mount.userPython(), '-c',
+                              'import ctypes, sys; ctypes.CDLL(None).prctl(4, 0); sys.stdin.read()'])
+        _, gid = userIds(TEST_USER)
+        self.assertTrue(waitFor(lambda: os.stat(f'/proc/{p.pid}/status').st_uid == 0), 'prctl(PR_SET_DUMPABLE, 0) did not take')
+        self.assertEqual(self.statusIds(p.pid, 'Gid'), [gid, gid, gid])
+        self.assertIn(runAs(TEST_USER, perfVerdict, p.pid), (errno.EACCES, errno.EPERM))
+        s = self.userSession()
+        self.assertEqual(runAs(TEST_USER, attempt, s.ctl, f'load {p.pid}'), errno.EPERM)
+        self.assertIn('not dumpable', runAs(TEST_USER, s.error))
+        self.assertEqual(s.state(), stateLine())
+
+    def test_capabilities_of_ones_own_user_namespace_count_for_nothing(self):
+        # Any user may make a user namespace and hold every capability in
+        # it, CAP_SYS_PTRACE among them: that gives nothing on root's
+        # threads, for the kernel nor for pfmfsd.
+        root_pid = self.sleeper()
+        s = self.userSession()
+        uid, gid = userIds(TEST_USER)
+        inside = subprocess.run(['unshare', '--user', '--map-root-user', 'sh', '-c',
+                                 'grep CapEff /proc/self/status; '
+                                 f'/bin/echo "load {root_pid}" > {s.path("ctl")}'],
+                                user=uid, group=gid, extra_groups=[], capture_output=True, text=True)
+        caps = int(inside.stdout.split()[1], 16) if inside.stdout.startswith('CapEff:') else 0
+        self.assertTrue(caps & 1 << 19, f'unshare -r gave no CAP_SYS_PTRACE: {inside.stdout} {inside.stderr}')
+        self.assertNotEqual(inside.returncode, 0)
+        self.assertIn('Operation not permitted', inside.stderr)
+        self.assertIn('CAP_SYS_PTRACE', runAs(TEST_USER, s.error))
+        self.assertEqual(s.state(), stateLine())
+
+    def test_set_id_exec_ends_the_monitoring(self):
+        # The user's own shell, loaded and counting, execs the user's set-gid
+        # yes, which then burns CPU: the kernel ends perf's events
+        # there, and pfmfs ends the session's counting as at an exit.
+        p = self.userProcess(['sh', '-c', f'read x; exec {self.setgid["yes"]} > /dev/null'])
+        s = self.userSession()
+
+        def begin():
+            s.pmc(0, PMU.pmc_a)
+            s.ctl(f'load {p.pid}')
+            s.ctl('start')
+        runAs(TEST_USER, begin)
+        if SIM:
+            self.m.advance(1000)
+            counted = runAs(TEST_USER, s.readPmd, 0)
+            self.assertEqual(counted, PMU.rate_a * 1000)
+        p.stdin.write(b'go\n')
+        p.stdin.flush()
+        self.assertTrue(waitFor(lambda: 'exited=1' in s.state()), s.state())
+        self.assertIsNone(p.poll())  # it runs on
+        self.assertNotEqual(self.statusIds(p.pid, 'Gid')[1], userIds(TEST_USER)[1])
+        self.assertEqual(s.state(), stateLine(queued=1, exited=True))  # the end message
+        final = runAs(TEST_USER, s.readPmd, 0)
+        if SIM:
+            self.assertEqual(final, counted)
+            self.m.advance(5000)
+        else:
+            cpu = cpuNs(p.pid)
+            self.assertTrue(waitFor(lambda: cpuNs(p.pid) > cpu + 20_000_000), 'the set-gid loop did not run')
+        self.assertEqual(runAs(TEST_USER, s.readPmd, 0), final)
+        self.assertRegex(runAs(TEST_USER, s.readMessages), r'^type=end\b')
+        os.kill(p.pid, signal.SIGKILL)
+
+
+if __name__ == '__main__':
+    pfmfs_mount.main()
