@@ -415,9 +415,11 @@ class HiddenTime:
         raise AssertionError(f'no line for cpu {self.cpu} in /proc/stat')
 
     def ns(self):
-        """Since construction, rounded up to whole ticks; 0 when none."""
+        """Since construction, rounded up to whole ticks. /proc/stat shows
+        the kernel's count in ns cut down to whole ticks, so a tick more
+        than its difference may have passed, also when that is 0."""
         ticks = self._read() - self.start
-        return (ticks + 1) * self.TICK_NS if ticks else 0
+        return (ticks + 1) * self.TICK_NS
 
 
 def onlineCpus():
