@@ -378,12 +378,18 @@ TEST_F(Inherit, StopAndSwitchesApplyToChildren) {
 // The target exits first: the session stays loaded while its child lives,
 // then unloads with exited=1 and an end message.
 TEST_F(Inherit, TheSessionOutlivesItsTargetUntilTheLastChild) {
-  ForkedChild target([](const ChildIo& io) {
+  // The target exits when the test writes to `exit_when` (the go pipe is
+  // its child's), after the first advance.
+  int exit_when[2];
+  ASSERT_EQ(::pipe2(exit_when, O_CLOEXEC), 0);
+  ForkedChild target([&exit_when](const ChildIo& io) {
     if (!io.awaitGo()) return 1;
     pid_t c = forkWaiter(io);
     io.report(static_cast<u64>(c));
-    return 0;  // the child lives on (reparented)
+    char x;
+    return ::read(exit_when[0], &x, 1) == 1 ? 0 : 1;  // the child lives on (reparented)
   });
+  ::close(exit_when[0]);
   ASSERT_TRUE(target.ok());
   flagsInherit();
   pmc(0, 0, kCycles);
@@ -394,8 +400,13 @@ TEST_F(Inherit, TheSessionOutlivesItsTargetUntilTheLastChild) {
   ASSERT_TRUE(child.has_value());
   ASSERT_EQ(waitFollowed(1).followed, 1u);
   sim_.advance(1000);
+  ASSERT_EQ(::write(exit_when[1], "x", 1), 1);
+  ::close(exit_when[1]);
   EXPECT_EQ(target.wait(), 0);
-  sim_.engine().threadExited(target.pid());  // what the fs's thread watcher says
+  // The sim hears of the exit itself (its dummy event on the thread hangs
+  // up); the fs's thread watcher says it too.
+  waitState([](const StateInfo& s) { return s.target_exited; });
+  sim_.engine().threadExited(target.pid());
   StateInfo i = s_->state();
   EXPECT_EQ(i.state, State::Active);
   EXPECT_EQ(i.followed, 1u);
