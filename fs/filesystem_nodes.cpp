@@ -144,25 +144,31 @@ bool Filesystem::mayUse(fuse_req_t req, const Node& n) const {
 session::Caller Filesystem::callerOf(fuse_req_t req, bool for_load) const {
   const fuse_ctx* ctx = fuse_req_ctx(req);
   session::Caller c{ctx->uid, ctx->gid, ctx->pid, false, false, false};
-  bool root = ctx->uid == 0;
-  c.may_count_kernel = root || config_.allow_kernel;
-  if (!for_load) return c;
-  // A thread load follows the kernel's ptrace rule (session/monitor_rule.h),
-  // which reads the caller's real ids, not the filesystem ones FUSE gives.
-  // A caller that cannot be read is gone (it waits in this request while
-  // alive): it gets ids that match nothing.
+  // The kernel's rules read the caller's real ids and its capabilities, not
+  // the filesystem ids FUSE gives nor whether it is uid 0 (a root service
+  // may run without capabilities), and capabilities only where they count:
+  // in pfmfsd's user namespace. A caller that cannot be read is gone (it
+  // waits in this request while alive): it gets ids that match nothing and
+  // no privilege.
   c.real_uid = static_cast<uid_t>(-1);
   c.real_gid = static_cast<gid_t>(-1);
   c.in_daemon_pid_ns = false;
+  bool perfmon = false;  // the kernel's perfmon_capable()
   if (auto creds = pmu::readTaskCreds(ctx->pid)) {
     c.real_uid = creds->uids[0];
     c.real_gid = creds->gids[0];
     c.tgid = creds->tgid;
     c.in_daemon_pid_ns = creds->pid_ns_levels == 1;
-    c.may_monitor_any_thread = creds->hasCapability(CAP_SYS_PTRACE) && inDaemonUserNamespace(ctx->pid);
+    bool caps = (creds->hasCapability(CAP_SYS_PTRACE) || creds->hasCapability(CAP_PERFMON) ||
+                 creds->hasCapability(CAP_SYS_ADMIN)) &&
+                inDaemonUserNamespace(ctx->pid);
+    c.may_monitor_any_thread = caps && creds->hasCapability(CAP_SYS_PTRACE);
+    perfmon = caps && (creds->hasCapability(CAP_PERFMON) || creds->hasCapability(CAP_SYS_ADMIN));
   }
-  c.may_system_wide = root;
-  if (!root && config_.system_group) {
+  c.may_count_kernel = perfmon || config_.allow_kernel;
+  if (!for_load) return c;
+  c.may_system_wide = perfmon;
+  if (!perfmon && config_.system_group) {
     if (ctx->gid == *config_.system_group) {
       c.may_system_wide = true;
     } else {

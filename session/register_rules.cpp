@@ -30,7 +30,7 @@ Status checkPmcWrite(const pmu::PmuDescription& desc, const Caller& caller, cons
     }
   }
   if (kernel && !caller.may_count_kernel)
-    return err(EPERM, "pmc{}: kernel-level counting (the OS bit) needs root or pfmfsd --allow-kernel", w.index);
+    return err(EPERM, "pmc{}: kernel-level counting (the OS bit) needs CAP_PERFMON or pfmfsd --allow-kernel", w.index);
   return {};
 }
 

@@ -148,7 +148,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     target_pid_ = creds->tgid;
   } else {
     if (!caller.may_system_wide)
-      return fail(err(EPERM, "system-wide sessions need root or the daemon's system group"));
+      return fail(err(EPERM, "system-wide sessions need CAP_PERFMON or the daemon's system group"));
     if (!pmu::cpuOnline(target)) return fail(err(EINVAL, "cpu {} is not online", target));
     t = pmu::Target{pmu::TargetKind::Cpu, target};
     target_pid_ = 0;

@@ -180,6 +180,35 @@ class LoadRuleTest(MountTestCase):
         self.assertIn('CAP_SYS_PTRACE', runAs(TEST_USER, s.error))
         self.assertEqual(s.state(), stateLine())
 
+    def test_root_without_capabilities_gets_what_a_user_gets(self):
+        # The kernel's rules are capabilities, not uid 0: a root service
+        # that dropped them may not count another user's thread, a CPU, or
+        # the kernel, through pfmfs as with perf_event_open.
+        user_pid = self.sleeper(TEST_USER)
+        thread, system = self.newSession(), self.newSession()
+        system.write('mode', 'system\n')
+        verdict = (f'import ctypes, struct; libc = ctypes.CDLL(None, use_errno=True); a = bytearray(128); '
+                   f'struct.pack_into("<IIQ", a, 0, 1, 128, 1); struct.pack_into("<Q", a, 40, 1 | 1 << 5 | 1 << 6); '
+                   f'b = (ctypes.c_char * 128).from_buffer(a); '
+                   f'print("thread", libc.syscall({PERF_EVENT_OPEN}, b, {user_pid}, -1, -1, 0) >= 0 or ctypes.get_errno()); '
+                   f'print("cpu", libc.syscall({PERF_EVENT_OPEN}, b, -1, 0, -1, 0) >= 0 or ctypes.get_errno())')
+        script = (f'grep CapEff /proc/self/status; {pfmfs_mount.userPython()} -c \'{verdict}\'; '
+                  f'/bin/echo "load {user_pid}" > {thread.path("ctl")}; echo load=$?; cat {thread.path("error")}; '
+                  f'/bin/echo "load 0" > {system.path("ctl")}; echo system=$?; '
+                  f'/bin/echo "{PMU.pmc(PMU.event_a, usr=False, kernel=True)}" > {thread.path("sets/0/pmc0")}; echo os=$?')
+        p = subprocess.run(['setpriv', '--bounding-set=-all', '--inh-caps=-all', 'sh', '-c', script],
+                           capture_output=True, text=True)
+        lines = p.stdout.split('\n')
+        self.assertEqual(lines[0].split(), ['CapEff:', '0000000000000000'], p.stdout + p.stderr)
+        self.assertEqual(lines[1:4], [f'thread {errno.EACCES}', f'cpu {errno.EACCES}', 'load=1'], p.stdout + p.stderr)
+        self.assertIn('CAP_SYS_PTRACE', lines[4])
+        self.assertEqual(lines[5:7], ['system=1', 'os=1'], p.stdout + p.stderr)
+        self.assertIn('CAP_PERFMON', thread.error())  # the OS bit's refusal
+        self.assertEqual(thread.read('sets/0/pmc0'), '0x0\n')
+        self.assertEqual(thread.state(), stateLine())
+        self.assertIn('CAP_PERFMON', system.error())
+        self.assertEqual(system.state(), stateLine(mode='system'))
+
     def test_set_id_exec_ends_the_monitoring(self):
         # The user's own shell, loaded and counting, execs the user's set-gid
         # yes, which then burns CPU: the kernel ends perf's events
