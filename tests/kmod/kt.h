@@ -35,11 +35,12 @@
 
 /* The test PMU's events and rates (events per ns: num/den). */
 /*
- * The test PMU counts wall time while a thread is on its cpu: its CPU time
- * and the interrupts it took meanwhile, which its CPU time leaves out
- * (IRQ time accounting). Under TCG that share grows with the host's load
- * (6% of a thread's time seen with both host cores busy): a count may
- * exceed the CPU time by KT_IRQ_SHARE of it, never fall short of it.
+ * The test PMU counts every ns a thread is on its cpu by the module's
+ * clock, which under TCG runs ahead of the scheduler's CPU time by a share
+ * that grows with the host's load (6% to 8% of a thread's time seen with
+ * both host cores busy: its interrupts, or the two clocks' drift): a count
+ * may exceed the CPU time by KT_IRQ_SHARE of it (tests/integration's
+ * X86_AHEAD), not fall short of it.
  */
 #define KT_IRQ_SHARE(ns)	((ns) / 4)
 

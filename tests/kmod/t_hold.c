@@ -248,10 +248,9 @@ void t_exit_fork(void)
 	CHECK(after_exit > 0, "the exited thread's cycles read 0");
 	/*
 	 * The cycles (3 a ns) it counted since the enable: the test PMU counts
-	 * wall time while the thread is on its cpu, which is its CPU time
-	 * since then and the interrupts it took meanwhile (which its CPU time
-	 * leaves out: a share that grows with the host's load under TCG). So
-	 * at least its CPU time, within the two clocks' drift.
+	 * every ns the thread is on its cpu, which is at least its CPU time
+	 * since then, within the two clocks' drift (above it, by a share that
+	 * grows with the host's load: KT_IRQ_SHARE).
 	 */
 	counted = (int64_t)(after_exit / 3);
 	ran = (int64_t)(exit_cpu - cpu0);
