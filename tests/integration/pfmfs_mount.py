@@ -14,6 +14,7 @@
 # not collected in an x86 run, where the test PMU counts CPU time.
 import atexit
 import contextlib
+import ctypes
 import errno
 import grp
 import os
@@ -470,22 +471,40 @@ def daemonPath():
     return None
 
 
-def perfEventsWork():
-    """Whether this process may open a perf software event on itself."""
-    import ctypes
+PERF_EVENT_OPEN = {'x86_64': 298, 'aarch64': 241, 'riscv64': 241}.get(os.uname().machine)
+
+
+def perfOpenErrno(pid=0, cpu=-1):
+    """The kernel's answer to perf_event_open of a user-level task-clock
+    event on thread `pid` (0: this one; -1 with a cpu: the whole cpu) by
+    this process: 0, or the errno. None where the syscall's number is not
+    known here."""
+    if PERF_EVENT_OPEN is None:
+        return None
     libc = ctypes.CDLL(None, use_errno=True)
     attr = bytearray(128)  # struct perf_event_attr
     struct.pack_into('<IIQ', attr, 0, 1, len(attr), 1)  # PERF_TYPE_SOFTWARE, size, PERF_COUNT_SW_TASK_CLOCK
     struct.pack_into('<Q', attr, 40, 1 | 1 << 5 | 1 << 6)  # disabled, exclude_kernel, exclude_hv
     buf = (ctypes.c_char * len(attr)).from_buffer(attr)
-    number = {'x86_64': 298, 'aarch64': 241, 'riscv64': 241}.get(os.uname().machine)
-    if number is None:
-        return True  # not known here: let pfmfsd --pmu=perf say
-    fd = libc.syscall(number, buf, 0, -1, -1, 0)  # perf_event_open(attr, self, any cpu, no group, no flags)
+    fd = libc.syscall(PERF_EVENT_OPEN, buf, pid, cpu, -1, 0)  # no group, no flags
     if fd < 0:
-        return False
+        return ctypes.get_errno()
     os.close(fd)
-    return True
+    return 0
+
+
+def perfEventsWork():
+    """Whether this process may open a perf software event on itself."""
+    return perfOpenErrno() in (0, None)  # not known here: let pfmfsd --pmu=perf say
+
+
+def attempt(fn, *args):
+    """Runs fn(*args); returns None on success, else the errno."""
+    try:
+        fn(*args)
+        return None
+    except OSError as e:
+        return e.errno
 
 
 def requireEnvironment():

@@ -10,23 +10,14 @@ import stat
 import subprocess
 
 import pfmfs_mount
-from pfmfs_mount import (PMU, SIM, TEST_GROUP, TEST_USER, TEST_USER2, MountTestCase, runAs, simOnly, stateLine,
-                         userIds)
+from pfmfs_mount import (PMU, SIM, TEST_GROUP, TEST_USER, TEST_USER2, MountTestCase, attempt, runAs, simOnly,
+                         stateLine, userIds)
 
 A = PMU.pmc_a  # a PMC value counting at user level
 A_KERNEL = PMU.pmc(PMU.event_a, usr=False, kernel=True)
 A_BOTH = PMU.pmc(PMU.event_a, kernel=True)
 
 DENIED = (errno.EACCES, errno.EPERM)
-
-
-def attempt(fn, *args):
-    """Runs fn(*args); returns None on success, else the errno."""
-    try:
-        fn(*args)
-        return None
-    except OSError as e:
-        return e.errno
 
 
 class PermissionsTest(MountTestCase):

@@ -8,46 +8,19 @@
 # set-gid program of the user's own is refused, capabilities held in a user
 # namespace of one's own count for nothing, and a thread that execs a set-id
 # program while monitored stops being counted there.
-import ctypes
 import errno
 import grp
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import tempfile
 
 import pfmfs_mount
-from pfmfs_mount import (PMU, SIM, TEST_GROUP, TEST_USER, MountTestCase, cpuNs, runAs, stateLine, userIds,
-                         waitAsleep, waitFor)
+from pfmfs_mount import (PMU, SIM, TEST_GROUP, TEST_USER, MountTestCase, attempt, cpuNs, perfOpenErrno, runAs,
+                         stateLine, userIds, waitAsleep, waitFor)
 
-PERF_EVENT_OPEN = {'x86_64': 298, 'aarch64': 241, 'riscv64': 241}[os.uname().machine]
 PARANOID = '/proc/sys/kernel/perf_event_paranoid'
-
-
-def perfVerdict(pid):
-    """The kernel's answer to perf_event_open of a user-level task-clock
-    event on `pid` by this process: 0, or the errno."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    attr = bytearray(128)  # struct perf_event_attr
-    struct.pack_into('<IIQ', attr, 0, 1, len(attr), 1)  # PERF_TYPE_SOFTWARE, size, PERF_COUNT_SW_TASK_CLOCK
-    struct.pack_into('<Q', attr, 40, 1 | 1 << 5 | 1 << 6)  # disabled, exclude_kernel, exclude_hv
-    buf = (ctypes.c_char * len(attr)).from_buffer(attr)
-    fd = libc.syscall(PERF_EVENT_OPEN, buf, pid, -1, -1, 0)
-    if fd < 0:
-        return ctypes.get_errno()
-    os.close(fd)
-    return 0
-
-
-def attempt(fn, *args):
-    """fn(*args): None on success, else the errno."""
-    try:
-        fn(*args)
-        return None
-    except OSError as e:
-        return e.errno
 
 
 def setIdDir():
@@ -138,8 +111,8 @@ class LoadRuleTest(MountTestCase):
         self.assertNotEqual(self.statusIds(setgid.pid, 'Gid')[1], gid)
         # The kernel's verdict for this user: its plain process yes, the
         # set-gid one no.
-        self.assertEqual(runAs(TEST_USER, perfVerdict, plain.pid), 0)
-        self.assertIn(runAs(TEST_USER, perfVerdict, setgid.pid), (errno.EACCES, errno.EPERM))
+        self.assertEqual(runAs(TEST_USER, perfOpenErrno, plain.pid), 0)
+        self.assertIn(runAs(TEST_USER, perfOpenErrno, setgid.pid), (errno.EACCES, errno.EPERM))
 
         s = self.userSession()
         self.assertEqual(runAs(TEST_USER, attempt, s.ctl, f'load {setgid.pid}'), errno.EPERM)
@@ -156,7 +129,7 @@ class LoadRuleTest(MountTestCase):
         _, gid = userIds(TEST_USER)
         self.assertTrue(waitFor(lambda: os.stat(f'/proc/{p.pid}/status').st_uid == 0), 'prctl(PR_SET_DUMPABLE, 0) did not take')
         self.assertEqual(self.statusIds(p.pid, 'Gid'), [gid, gid, gid])
-        self.assertIn(runAs(TEST_USER, perfVerdict, p.pid), (errno.EACCES, errno.EPERM))
+        self.assertIn(runAs(TEST_USER, perfOpenErrno, p.pid), (errno.EACCES, errno.EPERM))
         s = self.userSession()
         self.assertEqual(runAs(TEST_USER, attempt, s.ctl, f'load {p.pid}'), errno.EPERM)
         self.assertIn('not dumpable', runAs(TEST_USER, s.error))
@@ -187,11 +160,8 @@ class LoadRuleTest(MountTestCase):
         user_pid = self.sleeper(TEST_USER)
         thread, system = self.newSession(), self.newSession()
         system.write('mode', 'system\n')
-        verdict = (f'import ctypes, struct; libc = ctypes.CDLL(None, use_errno=True); a = bytearray(128); '
-                   f'struct.pack_into("<IIQ", a, 0, 1, 128, 1); struct.pack_into("<Q", a, 40, 1 | 1 << 5 | 1 << 6); '
-                   f'b = (ctypes.c_char * 128).from_buffer(a); '
-                   f'print("thread", libc.syscall({PERF_EVENT_OPEN}, b, {user_pid}, -1, -1, 0) >= 0 or ctypes.get_errno()); '
-                   f'print("cpu", libc.syscall({PERF_EVENT_OPEN}, b, -1, 0, -1, 0) >= 0 or ctypes.get_errno())')
+        verdict = (f'import sys; sys.path.insert(0, "{pfmfs_mount.HERE}"); from pfmfs_mount import perfOpenErrno; '
+                   f'print("thread", perfOpenErrno({user_pid})); print("cpu", perfOpenErrno(-1, 0))')
         script = (f'grep CapEff /proc/self/status; {pfmfs_mount.userPython()} -c \'{verdict}\'; '
                   f'/bin/echo "load {user_pid}" > {thread.path("ctl")}; echo load=$?; cat {thread.path("error")}; '
                   f'/bin/echo "load 0" > {system.path("ctl")}; echo system=$?; '
