@@ -82,11 +82,16 @@ void Filesystem::autoclose(const std::shared_ptr<SessionEntry>& e) {
   if (sessions != 0) {
     inodes_.unlink(sessions, name);
     // Only name inodes the kernel still holds; otherwise dropping the entry is enough.
-    int rc = dir != 0 && inodes_.lookupCount(dir) > 0
-                 ? fuse_lowlevel_notify_delete(se_, sessions, dir, name.data(), name.size())
-                 : fuse_lowlevel_notify_inval_entry(se_, sessions, name.data(), name.size());
+    // The kernel refuses to delete a directory whose children it still
+    // caches (files looked up, a shell's cwd in sets/): forgetting the name
+    // is what is left there, and the children go when the kernel drops them.
+    // (Asked all the same, it answers ENOTEMPTY, which libfuse prints.)
+    const bool deletable = dir != 0 && inodes_.lookupCount(dir) > 0 && !inodes_.hasChildren(dir);
+    int rc = deletable ? fuse_lowlevel_notify_delete(se_, sessions, dir, name.data(), name.size())
+                       : fuse_lowlevel_notify_inval_entry(se_, sessions, name.data(), name.size());
+    if (rc == -ENOTEMPTY) rc = fuse_lowlevel_notify_inval_entry(se_, sessions, name.data(), name.size());
     if (rc != 0 && rc != -ENOENT && rc != -EBADF && rc != -ENODEV)
-      log(LogLevel::Warning, "autoclose of {}: kernel notification failed ({})", name, rc);
+      logLimited(LogLevel::Warning, "autoclose of {}: kernel notification failed ({})", name, rc);
   }
 }
 

@@ -154,7 +154,7 @@ void Filesystem::destroy(const std::shared_ptr<SessionEntry>& e) {
   }
   auto target = e->session->loadedTarget();
   if (Status st = engine_.destroySession(e->session->name()); !st)
-    log(LogLevel::Warning, "destroying session {}: {}", e->session->name(), st.error().reason);
+    logLimited(LogLevel::Warning, "destroying session {}: {}", e->session->name(), st.error().reason);
   if (target && target->kind == pmu::TargetKind::Thread && watcher_) watcher_->unwatch(target->id);
   dropFastPage(*e);
   e->waiters->close();

@@ -84,6 +84,12 @@ void InodeTable::unlink(fuse_ino_t parent, std::string_view name) {
   names_.erase(it);
 }
 
+bool InodeTable::hasChildren(fuse_ino_t parent) const {
+  std::lock_guard lock(mutex_);
+  auto it = names_.lower_bound(std::make_pair(parent, std::string()));
+  return it != names_.end() && it->first.first == parent;
+}
+
 std::size_t InodeTable::size() const {
   std::lock_guard lock(mutex_);
   return nodes_.size();

@@ -107,6 +107,8 @@ class InodeTable {
   void unlink(fuse_ino_t parent, std::string_view name);
   std::size_t size() const;
   std::uint64_t lookupCount(fuse_ino_t ino) const;  // 0 if unknown
+  // Whether some name in `parent` maps to a node the kernel holds.
+  bool hasChildren(fuse_ino_t parent) const;
 
  private:
   struct Slot {

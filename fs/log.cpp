@@ -3,9 +3,13 @@
 
 #include <syslog.h>
 
+#include <time.h>
+
 #include <atomic>
 #include <cstdio>
 #include <string>
+
+#include "fs/log_limiter.h"
 
 namespace pfmfs::fs {
 namespace {
@@ -42,6 +46,14 @@ void setupLogging(LogLevel max, bool to_syslog) {
 }
 
 bool logEnabled(LogLevel level) { return static_cast<int>(level) <= max_level.load(); }
+
+bool logAdmit(std::string_view cause, std::uint64_t* held_back) {
+  static LogLimiter limiter;
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  const std::uint64_t now = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+  return limiter.admit(cause, now, held_back);
+}
 
 void logLine(LogLevel level, std::string_view line) {
   if (use_syslog) {

@@ -96,7 +96,7 @@ void ThreadWatcher::watch(pid_t tid) {
       return;
     }
     if (errno != ESRCH) {
-      log(LogLevel::Warning, "pidfd_open({}) failed (errno {}): its exit will not be noticed", tid, errno);
+      logLimited(LogLevel::Warning, "pidfd_open({}) failed (errno {}): its exit will not be noticed", tid, errno);
       return;
     }
   }
