@@ -97,8 +97,8 @@ class Filesystem final : public session::SessionObserver {
   bool mayUse(fuse_req_t req, const Node& n) const;  // owner or root, for session nodes
   session::Caller callerOf(fuse_req_t req, bool for_load) const;
   Result<std::string> render(const Node& n);
-  Status writeTo(fuse_req_t req, const Node& n, std::string_view text);
-  Status control(fuse_req_t req, SessionEntry& e, std::string_view text);
+  Status writeTo(const OpenFile& of, std::string_view text);
+  Status control(const session::Caller& opener, SessionEntry& e, std::string_view text);
   std::shared_ptr<SessionEntry> findEntry(std::string_view name) const;
   void destroy(const std::shared_ptr<SessionEntry>& e);
   void autoclose(const std::shared_ptr<SessionEntry>& e);  // destroy, and tell the kernel

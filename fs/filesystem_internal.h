@@ -28,6 +28,11 @@ struct Filesystem::OpenFile {
   NodePtr node;
   std::mutex mutex;  // guards text
   std::string text;
+  // Who opened it, with the rights that a write to ctl, pmcK or regs is
+  // judged by (load, the OS bit, AnyThread): the opener's, taken at open, as
+  // the kernel judges a descriptor by its opener. Whoever the descriptor
+  // goes to (a set-uid program's stdout) gets no more than that.
+  session::Caller opener;
 };
 
 struct Filesystem::OpenDir {
@@ -125,6 +130,11 @@ inline mode_t fileMode(const Node& n) {
 
 inline bool readable(const Node& n) { return (fileMode(n) & 0444) != 0; }
 inline bool writable(const Node& n) { return (fileMode(n) & 0222) != 0; }
+// The files whose writes use the writer's rights (OpenFile::opener).
+inline bool judgedByOpener(const Node& n) {
+  return (n.kind == NodeKind::SessionFile && n.sessionFile() == SessionFile::Ctl) ||
+         (n.kind == NodeKind::SetFile && (n.setFile() == SetFile::Pmc || n.setFile() == SetFile::Regs));
+}
 inline bool isMessageFile(const Node& n) {
   return n.kind == NodeKind::SessionFile &&
          (n.sessionFile() == SessionFile::Messages || n.sessionFile() == SessionFile::Msg);

@@ -37,7 +37,8 @@ void Filesystem::open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if ((acc != O_WRONLY && !readable(*n)) || (acc != O_RDONLY && !writable(*n)))
     return (void)fuse_reply_err(req, EACCES);
   if (n->kind == NodeKind::SimAdvance && fuse_req_ctx(req)->uid != 0) return (void)fuse_reply_err(req, EACCES);
-  auto* of = open_files_.add(new OpenFile{n, {}, {}});
+  auto* of = open_files_.add(new OpenFile{n, {}, {}, {}});
+  if (acc != O_RDONLY && judgedByOpener(*n)) of->opener = callerOf(req, true);
   fi->fh = reinterpret_cast<std::uint64_t>(of);
   fi->direct_io = 1;  // content changes: no page cache, sizes do not matter
   if (isMessageFile(*n)) fi->nonseekable = 1;
@@ -205,7 +206,7 @@ void Filesystem::write(fuse_req_t req, fuse_ino_t, const char* buf, std::size_t 
     log(LogLevel::Debug, "write {}: {}", n.name, e.reason);
     return (void)fuse_reply_err(req, EINVAL);
   }
-  Status st = writeTo(req, n, std::string_view(buf, size));
+  Status st = writeTo(*of, std::string_view(buf, size));
   // Pollers hear of every message queued before this write (by the ticker,
   // say) before the writer hears of its end: libpfm-compat's pfm_stop relies
   // on it to send a notification's signal before it returns.
@@ -217,7 +218,8 @@ void Filesystem::write(fuse_req_t req, fuse_ino_t, const char* buf, std::size_t 
   fuse_reply_write(req, size);
 }
 
-Status Filesystem::writeTo(fuse_req_t req, const Node& n, std::string_view text) {
+Status Filesystem::writeTo(const OpenFile& of, std::string_view text) {
+  const Node& n = *of.node;
   if (n.kind == NodeKind::SimAdvance) {
     auto ns = parseAdvance(text);
     if (!ns) return ns.error();
@@ -236,7 +238,7 @@ Status Filesystem::writeTo(fuse_req_t req, const Node& n, std::string_view text)
         return f ? s.setFlags(*f) : s.refuse(f.error());
       }
       case SessionFile::Ctl:
-        return control(req, *n.session, text);
+        return control(of.opener, *n.session, text);
       default:
         return err(EACCES, "read-only file");
     }
@@ -245,7 +247,7 @@ Status Filesystem::writeTo(fuse_req_t req, const Node& n, std::string_view text)
   switch (n.setFile()) {
     case SetFile::Pmc: {
       auto w = parsePmcWrite(desc_, n.reg, text);
-      return w ? s.writePmc(callerOf(req, false), n.set, *w) : s.refuse(w.error());
+      return w ? s.writePmc(of.opener, n.set, *w) : s.refuse(w.error());
     }
     case SetFile::Pmd: {
       auto w = parsePmdWrite(n.reg, text);
@@ -253,7 +255,7 @@ Status Filesystem::writeTo(fuse_req_t req, const Node& n, std::string_view text)
     }
     case SetFile::Regs: {
       auto w = parseRegs(desc_, text);
-      return w ? s.writeRegs(callerOf(req, false), n.set, *w) : s.refuse(w.error());
+      return w ? s.writeRegs(of.opener, n.set, *w) : s.refuse(w.error());
     }
     case SetFile::Switch: {
       auto w = parseSwitch(text);
@@ -266,14 +268,14 @@ Status Filesystem::writeTo(fuse_req_t req, const Node& n, std::string_view text)
   return err(EACCES, "read-only file");
 }
 
-Status Filesystem::control(fuse_req_t req, SessionEntry& e, std::string_view text) {
+Status Filesystem::control(const session::Caller& opener, SessionEntry& e, std::string_view text) {
   Session& s = *e.session;
   auto cmd = parseCtl(text);
   if (!cmd) return s.refuse(cmd.error());
   using Kind = CtlCommand::Kind;
   switch (cmd->kind) {
     case Kind::Load: {
-      Status st = s.load(callerOf(req, true), cmd->target, cmd->set);
+      Status st = s.load(opener, cmd->target, cmd->set);
       if (st && s.mode() == session::Mode::Thread && watcher_) watcher_->watch(cmd->target);
       return st;
     }

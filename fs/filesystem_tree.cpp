@@ -197,8 +197,14 @@ void Filesystem::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
         add(f.name, S_IFREG);
       break;
     case NodeKind::SessionsDir: {
+      // A user lists their own sessions, root every one, as perfmon2's
+      // contexts were invisible to other users: a name may say what
+      // someone else measures, and libpfm-compat's pfm.PID.N names their pid
+      // (pfmfs(5), SECURITY, "What one user can learn of another").
+      const uid_t uid = fuse_req_ctx(req)->uid;
       std::lock_guard lock(registry_mutex_);
-      for (const auto& [name, e] : registry_) add(name, S_IFDIR);
+      for (const auto& [name, e] : registry_)
+        if (uid == 0 || e->session->uid() == uid) add(name, S_IFDIR);
       break;
     }
     case NodeKind::SessionDir:

@@ -468,9 +468,18 @@ void pfh_attach_child(struct pfh_target *parent, struct task_struct *child,
 	struct pfh_file *f = parent->owner;
 	struct pfh_target *t = NULL;
 	unsigned long flags;
-	bool queued, free_now;
+	bool queued, free_now, dead;
 
-	if (rec->child_pid && rec->child_tid)
+	/*
+	 * A parent whose monitoring a set-id exec ended (pfh_probe_exec) has
+	 * no children to follow: the opener's rights were checked against
+	 * credentials it no longer has, and perf's inherited events end in
+	 * that exec too. Its FORK record still tells the opener.
+	 */
+	raw_spin_lock_irqsave(&parent->img.lock, flags);
+	dead = parent->img.dead;
+	raw_spin_unlock_irqrestore(&parent->img.lock, flags);
+	if (rec->child_pid && rec->child_tid && !dead)
 		t = kzalloc(sizeof(*t), GFP_NOWAIT | __GFP_NOWARN);
 	if (t) {
 		raw_spin_lock_init(&t->img.lock);

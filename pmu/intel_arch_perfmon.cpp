@@ -97,6 +97,7 @@ PmuDescription makeDescription(const Shape& shape, std::vector<EventDesc> events
     p.os_bits = evtsel::kOs;
     p.enable_bits = evtsel::kEn;
     p.int_bits = evtsel::kInt;
+    p.any_bits = evtsel::kAny;
     d.pmds.push_back(p);
   }
   for (unsigned n = 0; n < shape.fixed_counters; ++n) {
@@ -111,6 +112,7 @@ PmuDescription makeDescription(const Shape& shape, std::vector<EventDesc> events
     p.os_bits = fixedctl::field(n, fixedctl::kOs);
     p.enable_bits = 0;  // a privilege bit is the enable
     p.int_bits = fixedctl::field(n, fixedctl::kPmi);
+    p.any_bits = fixedctl::field(n, fixedctl::kAny);
     p.fixed_code = kFixedCodes[n];
     d.pmds.push_back(p);
   }

@@ -118,7 +118,7 @@ std::vector<std::string> PmuDescription::validate() const {
     }
     if (d.field_mask == 0) fail(fmt::format("pmd{}: empty field", d.index));
     if (d.field_mask & c->rsvd_mask) fail(fmt::format("pmd{}: field overlaps reserved bits", d.index));
-    std::uint64_t owned = d.usr_bits | d.os_bits | d.enable_bits | d.int_bits;
+    std::uint64_t owned = d.usr_bits | d.os_bits | d.enable_bits | d.int_bits | d.any_bits;
     if (owned & ~d.field_mask) fail(fmt::format("pmd{}: control bits outside its field", d.index));
     if (d.usr_bits == 0 || d.os_bits == 0 || (d.usr_bits & d.os_bits))
       fail(fmt::format("pmd{}: needs distinct user and kernel privilege bits", d.index));

@@ -38,6 +38,10 @@ struct PmdDesc {
   std::uint64_t os_bits = 0;      // privilege bit: count at kernel level
   std::uint64_t enable_bits = 0;  // set by the engine while the counter is used
   std::uint64_t int_bits = 0;     // set by the engine to get overflow interrupts
+  // Count the other hyperthreads of the core too (Intel's AnyThread): what
+  // they run is not the caller's to see, so it needs what system-wide
+  // counting needs (session/register_rules.cpp). 0: the PMU has no such bit.
+  std::uint64_t any_bits = 0;
   std::uint64_t fixed_code = 0;   // fixed counters: the event they count; 0 = general
 
   bool isFixed() const { return fixed_code != 0; }

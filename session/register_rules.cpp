@@ -11,7 +11,7 @@ Status checkPmcWrite(const pmu::PmuDescription& desc, const Caller& caller, cons
   if (!c) return err(EINVAL, "no pmc{} on this PMU", w.index);
   if (w.value & c->rsvd_mask)
     return err(EINVAL, "pmc{}: reserved bits 0x{:x} set in 0x{:x}", w.index, w.value & c->rsvd_mask, w.value);
-  bool kernel = false;
+  bool kernel = false, any_thread = false;
   for (const auto& d : desc.pmds) {
     if (d.ctl_pmc != w.index) continue;
     std::uint64_t field = w.value & d.field_mask;
@@ -20,6 +20,7 @@ Status checkPmcWrite(const pmu::PmuDescription& desc, const Caller& caller, cons
       return err(EINVAL, "pmc{}: pmd{} is configured (0x{:x}) with neither the user (0x{:x}) nor the kernel (0x{:x}) bit",
                  w.index, d.index, field, d.usr_bits, d.os_bits);
     kernel = kernel || (field & d.os_bits);
+    any_thread = any_thread || (field & d.any_bits);
     if (field != 0 && desc.event_field && !d.isFixed()) {
       std::uint64_t code = w.value & desc.event_field;
       bool listed = false;
@@ -31,6 +32,13 @@ Status checkPmcWrite(const pmu::PmuDescription& desc, const Caller& caller, cons
   }
   if (kernel && !caller.may_count_kernel)
     return err(EPERM, "pmc{}: kernel-level counting (the OS bit) needs CAP_PERFMON or pfmfsd --allow-kernel", w.index);
+  // perf asks the same of the bit (perf_allow_cpu): the other hyperthread
+  // runs other users' threads.
+  if (any_thread && !caller.may_system_wide)
+    return err(EPERM,
+               "pmc{}: AnyThread (counting the core's other hyperthreads) needs CAP_PERFMON or pfmfsd's "
+               "--system-group, as system-wide counting does",
+               w.index);
   return {};
 }
 

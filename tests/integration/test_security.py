@@ -8,30 +8,23 @@
 # set-gid program of the user's own is refused, capabilities held in a user
 # namespace of one's own count for nothing, and a thread that execs a set-id
 # program while monitored stops being counted there.
+#
+# Descriptors: a write to ctl or a PMC is judged by the rights of whoever
+# opened the file (a user's ctl written by root loads nothing the user could
+# not). Names: sessions/ lists a user's own sessions only.
 import errno
 import grp
 import os
 import shutil
 import signal
+import socket
 import subprocess
-import tempfile
 
 import pfmfs_mount
-from pfmfs_mount import (PMU, SIM, TEST_GROUP, TEST_USER, MountTestCase, attempt, cpuNs, perfOpenErrno, runAs,
-                         stateLine, userIds, waitAsleep, waitFor)
+from pfmfs_mount import (PMU, SIM, TEST_GROUP, TEST_USER, TEST_USER2, MountTestCase, attempt, cpuNs, perfOpenErrno,
+                         runAs, setIdDir, stateLine, userIds, waitAsleep, waitFor)
 
 PARANOID = '/proc/sys/kernel/perf_event_paranoid'
-
-
-def setIdDir():
-    """A directory where set-id bits take effect (not mounted nosuid), which
-    plain users may enter."""
-    for base in (tempfile.gettempdir(), '/var/tmp', pfmfs_mount.REPO):
-        if os.path.isdir(base) and not os.statvfs(base).f_flag & os.ST_NOSUID:
-            d = tempfile.mkdtemp(prefix='pfmfs-setid-', dir=base)
-            os.chmod(d, 0o755)
-            return d
-    raise AssertionError('no directory here honours set-id bits')
 
 
 class LoadRuleTest(MountTestCase):
@@ -211,6 +204,102 @@ class LoadRuleTest(MountTestCase):
         self.assertEqual(runAs(TEST_USER, s.readPmd, 0), final)
         self.assertRegex(runAs(TEST_USER, s.readMessages), r'^type=end\b')
         os.kill(p.pid, signal.SIGKILL)
+
+
+def openAs(user, path, flags):
+    """A descriptor of `path` that `user` opened (in a child), handed to this
+    process, as a user hands a descriptor to a program it runs (a set-uid
+    program's stdout) or sends one over a socket."""
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # never returns
+        status = 1
+        try:
+            uid, gid = userIds(user)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            socket.send_fds(b, [b'x'], [os.open(path, flags)])
+            status = 0
+        finally:
+            os._exit(status)
+    b.close()
+    try:
+        _, fds, _, _ = socket.recv_fds(a, 1, 1)
+    finally:
+        a.close()
+        os.waitpid(pid, 0)
+    if len(fds) != 1:
+        raise AssertionError(f'{user} could not open {path}')
+    return fds[0]
+
+
+def writeFd(fd, text):
+    """None, or the errno of one write of text to fd."""
+    try:
+        os.write(fd, text.encode())
+        return None
+    except OSError as e:
+        return e.errno
+
+
+class DeputyTest(MountTestCase):
+    """A write is judged by the rights of whoever opened the file, taken at
+    open (pfmfs(5), SECURITY, "Whose rights a write uses"): a user who hands
+    their own ctl or pmcK to a privileged process gets no more through it
+    than their own rights."""
+
+    def userSession(self):
+        MountTestCase._counter += 1
+        s = self.m.session(f'deputy-{MountTestCase._counter}')
+        runAs(TEST_USER, os.mkdir, s.dir)
+        self.addCleanup(s.destroy)
+        return s
+
+    def test_a_users_ctl_written_by_root_loads_with_the_users_rights(self):
+        s = self.userSession()
+        runAs(TEST_USER, s.pmc, 0, PMU.pmc_a)
+        victim = self.sleeper()  # root's
+        fd = openAs(TEST_USER, s.path('ctl'), os.O_WRONLY)
+        try:
+            self.assertEqual(writeFd(fd, f'load {victim}\n'), errno.EPERM)
+        finally:
+            os.close(fd)
+        self.assertEqual(s.state(), stateLine())
+        self.assertIn('uid', runAs(TEST_USER, s.error))
+        # Root's own descriptor carries root's rights.
+        s.ctl(f'load {victim}')
+        self.assertEqual(s.state(), stateLine('loaded', target=victim))
+
+    def test_a_users_pmc_written_by_root_gets_no_os_bit(self):
+        s = self.userSession()
+        fd = openAs(TEST_USER, s.path('sets/0/pmc0'), os.O_WRONLY)
+        try:
+            self.assertEqual(writeFd(fd, PMU.pmc(PMU.event_a, kernel=True) + '\n'), errno.EPERM)
+            self.assertIn('OS bit', runAs(TEST_USER, s.error))
+            self.assertEqual(writeFd(fd, PMU.pmc_a + '\n'), None)  # the user's own rights do this
+        finally:
+            os.close(fd)
+        self.assertEqual(runAs(TEST_USER, s.read, 'sets/0/pmc0'), PMU.pmc_a + '\n')
+
+
+class VisibilityTest(MountTestCase):
+    """sessions/ lists a user's own sessions, root every one (pfmfs(5),
+    SECURITY, "What one user can learn of another")."""
+
+    def test_a_user_lists_their_own_sessions_and_root_every_one(self):
+        names = {}
+        for user in (TEST_USER, TEST_USER2):
+            MountTestCase._counter += 1
+            s = self.m.session(f'seen-{MountTestCase._counter}')
+            runAs(user, os.mkdir, s.dir)
+            self.addCleanup(s.destroy)
+            names[user] = s.name
+        mine = self.newSession().name
+        sessions = os.path.join(self.m.mnt, 'sessions')
+        self.assertEqual(set(runAs(TEST_USER, os.listdir, sessions)), {names[TEST_USER]})
+        self.assertEqual(set(runAs(TEST_USER2, os.listdir, sessions)), {names[TEST_USER2]})
+        self.assertEqual(set(os.listdir(sessions)), {names[TEST_USER], names[TEST_USER2], mine})
 
 
 if __name__ == '__main__':

@@ -1360,6 +1360,12 @@ Caller kernelOnly() {
   return c;
 }
 
+Caller systemWideOnly() {
+  Caller c = Caller::user(12345, 12345);
+  c.may_system_wide = true;  // pfmfsd --system-group
+  return c;
+}
+
 const RegCase kRegCases[] = {
     // PERFEVTSEL reserved bits 63:32.
     {"EvtselBit32", pmc(0, kCycles | (1ull << 32)), EINVAL},
@@ -1423,18 +1429,27 @@ const RegCase kRegCases[] = {
     {"FixedCtr1UsrOsAsUser", pmc(16, 0x30), EPERM, Caller::user(12345, 12345)},
     {"FixedOsAsRoot", pmc(16, 0x111), 0},
     {"FixedOsWithAllowKernel", pmc(16, 0x333), 0, kernelOnly()},
+    // AnyThread (the core's other hyperthreads) needs may_system_wide, as
+    // perf's perf_allow_cpu asks of the bit.
+    {"EvtselAnyAsUser", pmc(0, kCycles | (1ull << 21)), EPERM, Caller::user(12345, 12345)},
+    {"EvtselAnyWithAllowKernel", pmc(1, kCycles | (1ull << 21)), EPERM, kernelOnly()},
+    {"EvtselAnyInSystemGroup", pmc(2, kCycles | (1ull << 21)), 0, systemWideOnly()},
+    {"EvtselAnyAsRoot", pmc(3, kCycles | (1ull << 21)), 0},
+    {"FixedCtr0AnyAsUser", pmc(16, 0x6), EPERM, Caller::user(12345, 12345)},
+    {"FixedCtr2AnyAsUser", pmc(16, 0x622), EPERM, Caller::user(12345, 12345)},
+    {"FixedAnyInSystemGroup", pmc(16, 0x666), 0, systemWideOnly()},
     {"ReservedBeatsKernelForUser", pmc(0, kCycles | kOs | (1ull << 40)), EINVAL, Caller::user(12345, 12345)},
     // Boundary values that must succeed.
     {"EvtselZero", pmc(0, 0), 0, Caller::user(12345, 12345)},
     {"EvtselUsrOnly", pmc(0, kUsr), 0, Caller::user(12345, 12345)},
     {"EvtselLow32AllOnesRoot", pmc(0, 0xffffffff), 0},
-    {"EvtselLow32AllButOsUser", pmc(0, 0xfffdffff), 0, Caller::user(12345, 12345)},
+    {"EvtselLow32AllButOsAnyUser", pmc(0, 0xffddffff), 0, Caller::user(12345, 12345)},
     {"EvtselWithEnAndInt", pmc(3, kCycles | kEn | kInt), 0, Caller::user(12345, 12345)},
     {"EvtselNoEmul64", pmc(1, kInstructions, true), 0},
     {"EvtselZeroNoEmul64", pmc(2, 0, true), 0},
     {"Evtsel7With8Counters", pmc(7, 0xffffffff), 0, Caller::root(), 0, 8},
     {"FixedAllFieldsRoot", pmc(16, 0xfff), 0},
-    {"FixedUsrPmiAnyAllUser", pmc(16, 0xeee), 0, Caller::user(12345, 12345)},
+    {"FixedUsrPmiAllUser", pmc(16, 0xaaa), 0, Caller::user(12345, 12345)},
     {"FixedUsrAllUser", pmc(16, 0x222), 0, Caller::user(12345, 12345)},
     {"FixedCtr2Only", pmc(16, 0x200), 0, Caller::user(12345, 12345)},
     {"FixedZero", pmc(16, 0), 0, Caller::user(12345, 12345)},
