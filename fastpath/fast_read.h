@@ -42,6 +42,33 @@ inline bool groupValues(const std::uint64_t* buf, std::size_t words, std::uint64
   return true;
 }
 
+// Where each PMD's entry is in a snapshot: where[N] is the place in
+// snap.pmds of pmdN's entry, -1 for a PMD the active set does not list.
+// The page comes from another process, so everything the reader will index
+// with is checked here first: false (ask the mount) when pmd_count exceeds
+// kMaxPmds, an index is kMaxPmds or more or listed twice, a source is
+// unknown, or a kPerfGroup entry's member is not below group_size, or
+// group_size is above max_members (the descriptors a reader can hold).
+inline bool indexEntries(const Page& snap, std::uint64_t max_members, std::int8_t (&where)[kMaxPmds]) {
+  for (auto& w : where) w = -1;
+  if (snap.pmd_count > kMaxPmds) return false;
+  for (std::uint64_t i = 0; i < snap.pmd_count; ++i) {
+    const PmdEntry& e = snap.pmds[i];
+    if (e.index >= kMaxPmds || where[e.index] >= 0) return false;
+    switch (static_cast<Source>(e.source)) {
+      case Source::kPage:
+        break;
+      case Source::kPerfGroup:
+        if (snap.group_size == 0 || snap.group_size > max_members || e.member >= snap.group_size) return false;
+        break;
+      default:
+        return false;
+    }
+    where[e.index] = static_cast<std::int8_t>(i);
+  }
+  return true;
+}
+
 // What pfm_read_pmds returns as the PMD's value: from the page alone, or
 // from its group member's count. False when the counter has wrapped since
 // the daemon last looked (its overflow is the daemon's to handle), or the

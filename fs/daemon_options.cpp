@@ -31,6 +31,7 @@ enum class Opt {
   MaxSessions,
   MaxSets,
   MaxMessages,
+  FastPathDeadline,
   AllowKernel,
   SystemGroup,
   Help,
@@ -60,6 +61,8 @@ constexpr LongOption kLongOptions[] = {
     {"max-sessions-per-user", Opt::MaxSessions, true, "N", "sessions one uid may create (default 64)"},
     {"max-sets", Opt::MaxSets, true, "N", "event sets per session, 1..65536 (default 64)"},
     {"max-messages", Opt::MaxMessages, true, "N", "queued messages per session (default 64)"},
+    {"fastpath-deadline", Opt::FastPathDeadline, true, "MS",
+     "ms a fast-path connection has to send its request, 1..60000 (default 250)"},
     {"allow-kernel", Opt::AllowKernel, false, nullptr, "let non-root users count at kernel level (the OS bit)"},
     {"system-group", Opt::SystemGroup, true, "GROUP",
      "group (name or number) whose members may load system-wide sessions"},
@@ -206,6 +209,12 @@ Status applyLong(DaemonOptions& o, const LongOption& lo, std::string_view value)
       auto n = parseCount(lo.name, value, 1, UINT_MAX);
       if (!n) return n.error();
       o.engine.max_messages = static_cast<unsigned>(*n);
+      return {};
+    }
+    case Opt::FastPathDeadline: {
+      auto n = parseCount(lo.name, value, 1, 60000);
+      if (!n) return n.error();
+      o.fastpath_deadline_ms = static_cast<unsigned>(*n);
       return {};
     }
     case Opt::SystemGroup: {

@@ -37,6 +37,7 @@ struct DaemonOptions {
   std::string sim_events_path;            // --sim-events=FILE (read by the daemon, not here)
   bool sim_options = false;               // a --sim-* option was given: --pmu=auto means the sim
   session::EngineOptions engine;          // --tick, --max-sessions-per-user, --max-sets, --max-messages
+  unsigned fastpath_deadline_ms = 250;    // --fastpath-deadline=MS (FastPathServer::Limits)
   bool allow_kernel = false;              // --allow-kernel
   std::optional<gid_t> system_group;      // --system-group=GROUP (name or number)
   bool help = false;                      // --help: print usageText() and exit 0
@@ -49,7 +50,7 @@ struct DaemonOptions {
 // '_' or '-' between words. EINVAL with a one-line reason (naming the
 // option) for an unknown option, a missing or malformed value, a value out of
 // range (--sim-width 16..64, --sim-counters 1..8, --sim-skid 0..32767, --tick
-// >= 1000 ns, the limits >= 1), an unknown group, more than two positional
+// >= 1000 ns, the limits >= 1, --fastpath-deadline 1..60000), an unknown group, more than two positional
 // arguments, or a mount point that is a descriptor (/dev/fd/N: mount.fuse3's
 // drop_privileges). Options libfuse may not know are left for it to judge.
 // Relative mount points are made absolute here.

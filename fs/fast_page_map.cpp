@@ -9,6 +9,8 @@
 #include <new>
 #include <utility>
 
+#include "fastpath/page_fd.h"
+
 namespace pfmfs::fs {
 
 Result<FastPageMap> FastPageMap::create(const char* name) {
@@ -18,8 +20,9 @@ Result<FastPageMap> FastPageMap::create(const char* name) {
   void* p = ::mmap(nullptr, fastpath::kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED) return err(errno, "mmap of the fast-path page: {}", std::strerror(errno));
   // Our writable mapping stays; nobody gets another (F_SEAL_FUTURE_WRITE,
-  // Linux 5.1), nor a page of another size, nor to change the seals.
-  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
+  // Linux 5.1), nor a page of another size, nor to change the seals: the
+  // seals libpfm-compat requires of a page before it maps one (page_fd.h).
+  if (::fcntl(fd.get(), F_ADD_SEALS, fastpath::kPageSeals) != 0) {
     int e = errno;
     ::munmap(p, fastpath::kPageBytes);
     return err(e, "sealing the fast-path page: {}", std::strerror(e));

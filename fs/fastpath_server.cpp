@@ -1,10 +1,11 @@
 #include "fs/fastpath_server.h"
 
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +24,16 @@ namespace pfmfs::fs {
 namespace {
 
 constexpr std::size_t kMaxRequest = 512;
+// epoll's data for the listener and the wake-up eventfd; a connection's is
+// a number counted from 1, never this high.
+constexpr std::uint64_t kListenerTag = ~0ULL;
+constexpr std::uint64_t kWakeTag = ~0ULL - 1;
+
+std::uint64_t nowNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+}
 
 // The abstract address of `name` (without its '@').
 sockaddr_un addressOf(std::string_view name, socklen_t& len) {
@@ -37,7 +48,8 @@ sockaddr_un addressOf(std::string_view name, socklen_t& len) {
 // kernel takes up to 253 in one message).
 constexpr std::size_t kMaxFds = 64;
 
-// One answer: "ok" and descriptors, or "err ERRNO reason".
+// One answer: "ok" and descriptors, or "err ERRNO reason". Never waits: the
+// answer is the first and only message on a fresh connection, which has room.
 void reply(int conn, const Result<std::vector<pmu::Fd>>& r) {
   std::string text = r.ok() ? "ok" : fmt::format("err {} {}", -r.code(), r.error().reason);
   if (r.ok() && (r->empty() || r->size() > kMaxFds))
@@ -59,13 +71,20 @@ void reply(int conn, const Result<std::vector<pmu::Fd>>& r) {
       std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(int));
     }
   }
-  (void)::sendmsg(conn, &m, MSG_NOSIGNAL);
+  (void)::sendmsg(conn, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+bool watch(int epoll, int fd, std::uint64_t tag) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = tag;
+  return ::epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<FastPathServer>> FastPathServer::start(Filesystem& fs) {
-  pmu::Fd listener(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+Result<std::unique_ptr<FastPathServer>> FastPathServer::start(Filesystem& fs, Limits limits) {
+  pmu::Fd listener(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!listener) return err(errno, "fast-path socket: {}", std::strerror(errno));
   // A random name, so that nobody can take it before us on purpose; a
   // collision all the same is tried again.
@@ -79,14 +98,31 @@ Result<std::unique_ptr<FastPathServer>> FastPathServer::start(Filesystem& fs) {
     if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len) == 0) break;
     if (errno != EADDRINUSE || attempt == 8) return err(errno, "fast-path socket @{}: {}", name, std::strerror(errno));
   }
-  if (::listen(listener.get(), 64) != 0) return err(errno, "fast-path socket @{}: listen: {}", name, std::strerror(errno));
+  if (::listen(listener.get(), 128) != 0) return err(errno, "fast-path socket @{}: listen: {}", name, std::strerror(errno));
+  // What a client's SO_PEERCRED will say of us: the kernel took it at listen().
+  ucred self{};
+  socklen_t self_len = sizeof self;
+  if (::getsockopt(listener.get(), SOL_SOCKET, SO_PEERCRED, &self, &self_len) != 0)
+    return err(errno, "fast-path socket @{}: SO_PEERCRED: {}", name, std::strerror(errno));
+  pmu::Fd epoll(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll) return err(errno, "epoll_create1: {}", std::strerror(errno));
   pmu::Fd wake(::eventfd(0, EFD_CLOEXEC));
   if (!wake) return err(errno, "eventfd: {}", std::strerror(errno));
-  return std::unique_ptr<FastPathServer>(new FastPathServer(fs, std::move(listener), std::move(wake), "@" + name));
+  if (!watch(epoll.get(), listener.get(), kListenerTag) || !watch(epoll.get(), wake.get(), kWakeTag))
+    return err(errno, "epoll_ctl: {}", std::strerror(errno));
+  FastPathEndpoint endpoint{"@" + name, self.pid, self.uid};
+  return std::unique_ptr<FastPathServer>(
+      new FastPathServer(fs, limits, std::move(listener), std::move(epoll), std::move(wake), std::move(endpoint)));
 }
 
-FastPathServer::FastPathServer(Filesystem& fs, pmu::Fd listener, pmu::Fd wake, std::string name)
-    : fs_(fs), listener_(std::move(listener)), wake_(std::move(wake)), name_(std::move(name)) {
+FastPathServer::FastPathServer(Filesystem& fs, Limits limits, pmu::Fd listener, pmu::Fd epoll, pmu::Fd wake,
+                               FastPathEndpoint endpoint)
+    : fs_(fs),
+      limits_(limits),
+      listener_(std::move(listener)),
+      epoll_(std::move(epoll)),
+      wake_(std::move(wake)),
+      endpoint_(std::move(endpoint)) {
   thread_ = startDaemonThread("pfmfs-fastpath", [this] { run(); });
 }
 
@@ -97,34 +133,84 @@ FastPathServer::~FastPathServer() {
 }
 
 void FastPathServer::run() {
-  pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+  epoll_event events[64];
   for (;;) {
-    if (::poll(fds, 2, -1) < 0) {
+    // Sleep until the oldest connection's deadline at most.
+    int timeout_ms = -1;
+    if (!conns_.empty()) {
+      const std::uint64_t now = nowNs(), due = conns_.front().deadline_ns;
+      timeout_ms = due <= now ? 0 : static_cast<int>((due - now + 999'999) / 1'000'000);
+    }
+    const int n = ::epoll_wait(epoll_.get(), events, 64, timeout_ms);
+    if (n < 0) {
       if (errno == EINTR) continue;
-      log(LogLevel::Error, "fast-path socket: poll: {}", std::strerror(errno));
+      log(LogLevel::Error, "fast-path socket: epoll_wait: {}", std::strerror(errno));
       return;
     }
-    if (fds[1].revents) return;
-    pmu::Fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!conn) {
-      // The client went away (it can retry), or we are out of descriptors
-      // or memory: the connection waits in the queue, and poll would say so
-      // at once again. Let what holds them go first.
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) ::usleep(10'000);
-      continue;
+    const std::uint64_t now = nowNs();
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t tag = events[i].data.u64;
+      if (tag == kWakeTag) return;
+      if (tag == kListenerTag) {
+        acceptAll(now);
+        continue;
+      }
+      auto it = by_tag_.find(tag);
+      if (it == by_tag_.end()) continue;  // closed earlier in this batch
+      if (events[i].events & EPOLLIN) serve(*it->second);
+      closeConn(it->second);  // one request per connection; a hang-up or error alike
     }
-    serve(conn.get());
+    // Past their deadline: gone, whoever they are.
+    while (!conns_.empty() && conns_.front().deadline_ns <= now) closeConn(conns_.begin());
   }
 }
 
-void FastPathServer::serve(int conn) {
-  ucred peer{};
-  socklen_t len = sizeof peer;
-  if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) return;
-  timeval limit{1, 0};
-  (void)::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+void FastPathServer::acceptAll(std::uint64_t now) {
+  for (;;) {
+    pmu::Fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!conn) {
+      // EAGAIN: no more for now. The client went away: the next. Out of
+      // descriptors or memory: the connection waits in the queue, and epoll
+      // would say so at once again; a pause lets what holds them go first.
+      if (errno == ECONNABORTED || errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        logLimited(LogLevel::Warning, "fast-path socket: accept: {}", std::strerror(errno));
+        ::usleep(10'000);
+      }
+      return;
+    }
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) continue;
+    auto u = per_user_.find(peer.uid);
+    const unsigned held = u == per_user_.end() ? 0 : u->second;
+    if (held >= limits_.per_user) {
+      logLimited(LogLevel::Warning, "fast path: uid {} (pid {}) holds {} connections: one more refused", peer.uid,
+                 peer.pid, held);
+      continue;  // closed here: that user's alone
+    }
+    if (conns_.size() >= limits_.total) closeConn(conns_.begin());
+    const std::uint64_t tag = next_tag_++;
+    if (!watch(epoll_.get(), conn.get(), tag)) continue;
+    ++per_user_[peer.uid];
+    conns_.push_back(
+        Conn{std::move(conn), tag, peer.uid, peer.pid, now + std::uint64_t{limits_.deadline_ms} * 1'000'000ULL});
+    by_tag_[tag] = std::prev(conns_.end());
+  }
+}
+
+void FastPathServer::closeConn(ConnList::iterator it) {
+  auto u = per_user_.find(it->uid);
+  if (u != per_user_.end() && --u->second == 0) per_user_.erase(u);
+  by_tag_.erase(it->tag);
+  (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->fd.get(), nullptr);
+  conns_.erase(it);  // closes it
+}
+
+void FastPathServer::serve(const Conn& c) {
+  const int conn = c.fd.get();
   char buf[kMaxRequest + 1];
-  ssize_t n = ::recv(conn, buf, sizeof buf, 0);
+  ssize_t n = ::recv(conn, buf, sizeof buf, MSG_DONTWAIT);
   if (n <= 0) return;
   if (static_cast<std::size_t>(n) > kMaxRequest) return reply(conn, err(EINVAL, "request of more than {} bytes", kMaxRequest));
   std::string_view req(buf, static_cast<std::size_t>(n));
@@ -137,7 +223,7 @@ void FastPathServer::serve(int conn) {
   std::string_view verb = word(), session = word();
   Result<std::vector<pmu::Fd>> r = err(EINVAL, "unknown request '{}'", printable(verb));
   if (verb == "page" && req.empty()) {
-    auto page = fs_.fastPage(peer.uid, session);
+    auto page = fs_.fastPage(c.uid, session);
     if (page.ok()) {
       std::vector<pmu::Fd> one;
       one.push_back(std::move(*page));
@@ -151,10 +237,10 @@ void FastPathServer::serve(int conn) {
     if (ec != std::errc() || end != req.data() + req.size() || req.empty())
       r = err(EINVAL, "group: '{}' is not a group number", printable(req));
     else
-      r = fs_.fastGroup(peer.uid, session, id);
+      r = fs_.fastGroup(c.uid, session, id);
   }
   reply(conn, r);  // our copies close with r
-  log(LogLevel::Debug, "fast path: uid {} pid {}: {} {}: {}", peer.uid, peer.pid, printable(verb), printable(session),
+  log(LogLevel::Debug, "fast path: uid {} pid {}: {} {}: {}", c.uid, c.pid, printable(verb), printable(session),
       r.ok() ? "granted" : r.error().reason);
 }
 

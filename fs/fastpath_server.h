@@ -4,7 +4,9 @@
 //
 // An abstract Unix socket (no file: any user of the network namespace can
 // connect, whatever the mount's permissions), named in pmu/info's
-// `fastpath=`. The kernel tells who connects (SO_PEERCRED); only the
+// `fastpath=` with the pid and uid the kernel reports for its listener
+// (`fastpath_pid=`, `fastpath_uid=`), which the library checks before it
+// sends anything. The kernel tells who connects (SO_PEERCRED); only the
 // session's owner and root get anything, as only they may read its files.
 // A request is one SOCK_SEQPACKET message, the answer one message:
 //
@@ -14,14 +16,24 @@
 //                               group now
 //   anything refused        ->  "err ERRNO reason"
 //
-// One thread serves one connection at a time; a client gets a second to
-// send its request.
+// Any user can connect, so no user may keep the socket from the others:
+// one thread serves every connection through epoll, never waiting on one;
+// a connection has `deadline_ms` to send its request, then is closed; one
+// uid holds at most `per_user` connections at once (more are closed at
+// once, that uid's alone); and past `total` the oldest connection goes.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
+#include <list>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
+#include "fs/text_format.h"
 #include "pmu/fd.h"
 #include "pmu/result.h"
 
@@ -31,25 +43,51 @@ class Filesystem;
 
 class FastPathServer {
  public:
+  struct Limits {
+    unsigned deadline_ms = 250;  // pfmfsd --fastpath-deadline
+    unsigned per_user = 16;
+    unsigned total = 512;
+  };
+
   // Binds a fresh abstract name and starts serving `fs`.
-  static Result<std::unique_ptr<FastPathServer>> start(Filesystem& fs);
+  static Result<std::unique_ptr<FastPathServer>> start(Filesystem& fs, Limits limits);
   ~FastPathServer();  // stops serving and joins the thread
   FastPathServer(const FastPathServer&) = delete;
   FastPathServer& operator=(const FastPathServer&) = delete;
 
-  // The socket's name as pmu/info gives it: '@' for the abstract namespace's
-  // leading NUL, then the name.
-  const std::string& name() const { return name_; }
+  // The socket as pmu/info gives it: '@' for the abstract namespace's
+  // leading NUL, then the name; and the listener's pid and uid as the
+  // kernel reports them to a client.
+  const FastPathEndpoint& endpoint() const { return endpoint_; }
 
  private:
-  FastPathServer(Filesystem& fs, pmu::Fd listener, pmu::Fd wake, std::string name);
+  struct Conn {
+    pmu::Fd fd;
+    std::uint64_t tag;  // epoll's data: never reused, unlike descriptor numbers
+    uid_t uid;
+    pid_t pid;
+    std::uint64_t deadline_ns;
+  };
+  using ConnList = std::list<Conn>;  // oldest first: deadlines in order too
+
+  FastPathServer(Filesystem& fs, Limits limits, pmu::Fd listener, pmu::Fd epoll, pmu::Fd wake,
+                 FastPathEndpoint endpoint);
   void run();
-  void serve(int conn);
+  void acceptAll(std::uint64_t now);
+  void closeConn(ConnList::iterator it);
+  void serve(const Conn& c);
 
   Filesystem& fs_;
+  const Limits limits_;
   pmu::Fd listener_;
+  pmu::Fd epoll_;
   pmu::Fd wake_;  // an eventfd: written by the destructor
-  std::string name_;
+  FastPathEndpoint endpoint_;
+  // Only the serving thread touches these.
+  ConnList conns_;
+  std::unordered_map<std::uint64_t, ConnList::iterator> by_tag_;
+  std::uint64_t next_tag_ = 1;
+  std::map<uid_t, unsigned> per_user_;
   std::thread thread_;
 };
 

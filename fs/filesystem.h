@@ -28,6 +28,7 @@
 #include <unordered_set>
 
 #include "fs/inode_table.h"
+#include "fs/text_format.h"
 #include "fs/thread_watcher.h"
 #include "session/engine.h"
 
@@ -49,9 +50,9 @@ class Filesystem final : public session::SessionObserver {
   static const fuse_lowlevel_ops& operations();
   void attach(fuse_session* se) { se_ = se; }
   void setWatcher(ThreadWatcher* watcher) { watcher_ = watcher; }
-  // The fast-path socket's name for pmu/info (fastpath_server.h); set once,
-  // before the mount serves.
-  void setFastPathName(std::string name) { fastpath_name_ = std::move(name); }
+  // The fast-path socket for pmu/info (fastpath_server.h); set once, before
+  // the mount serves.
+  void setFastPathEndpoint(FastPathEndpoint e) { fastpath_ = std::move(e); }
   // Stops, unloads and destroys every session; answers every kept read.
   void shutdown();
   std::size_t sessionCount() const;
@@ -107,7 +108,7 @@ class Filesystem final : public session::SessionObserver {
   session::Engine& engine_;
   const pmu::PmuDescription& desc_;
   const FilesystemConfig config_;
-  std::string fastpath_name_;
+  FastPathEndpoint fastpath_;
   const bool manual_clock_;
   const struct timespec started_;
   fuse_session* se_ = nullptr;

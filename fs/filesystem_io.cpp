@@ -70,7 +70,7 @@ void Filesystem::release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 Result<std::string> Filesystem::render(const Node& n) {
   switch (n.kind) {
     case NodeKind::Version: return formatVersion();
-    case NodeKind::PmuInfo: return formatPmuInfo(engine_.backend(), engine_.options().tick_ns, fastpath_name_);
+    case NodeKind::PmuInfo: return formatPmuInfo(engine_.backend(), engine_.options().tick_ns, fastpath_);
     case NodeKind::PmuEvents: return formatEvents(desc_);
     case NodeKind::DescModel: return desc_.model + "\n";
     case NodeKind::DescField: {

@@ -293,9 +293,9 @@ int serve(DaemonOptions& o) {
   std::unique_ptr<FastPathServer> fastpath;
   if ((*backend)->name() == "x86") {
     log(LogLevel::Debug, "no fast path for libpfm-compat on x86: its reads go through the mount");
-  } else if (auto s = FastPathServer::start(filesystem); s) {
+  } else if (auto s = FastPathServer::start(filesystem, FastPathServer::Limits{o.fastpath_deadline_ms}); s) {
     fastpath = std::move(*s);
-    filesystem.setFastPathName(fastpath->name());
+    filesystem.setFastPathEndpoint(fastpath->endpoint());
   } else {
     log(LogLevel::Warning, "no fast path for libpfm-compat: {}", s.error().reason);
   }

@@ -452,7 +452,7 @@ Result<std::uint64_t> parseAdvance(std::string_view text) {
 
 std::string formatVersion() { return fmt::format("pfmfs {}\nabi 1\n", PFMFS_VERSION); }
 
-std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, std::string_view fastpath) {
+std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, const FastPathEndpoint& fastpath) {
   const pmu::PmuDescription& d = backend.description();
   unsigned general = 0, fixed = 0;
   for (const auto& p : d.pmds) (p.isFixed() ? fixed : general)++;
@@ -461,10 +461,13 @@ std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, st
     if (!features.empty()) features += ',';
     features += f;
   }
-  if (!fastpath.empty()) features += features.empty() ? "fastpath" : ",fastpath";
-  std::string fast = fastpath.empty() ? std::string() : fmt::format(" fastpath={}", fastpath);
-  // tick_ns came after features (keys are added at the end); fastpath stays
-  // last, as it is only there when the socket is.
+  const bool fast_path = !fastpath.name.empty();
+  if (fast_path) features += features.empty() ? "fastpath" : ",fastpath";
+  std::string fast = fast_path ? fmt::format(" fastpath={} fastpath_pid={} fastpath_uid={}", fastpath.name,
+                                             fastpath.pid, fastpath.uid)
+                               : std::string();
+  // tick_ns came after features (keys are added at the end); the fast
+  // path's keys stay last, as they are only there when the socket is.
   return fmt::format("backend={} model={} pmcs={} pmds={} counters={} fixed={} width={} features={} tick_ns={}{}\n",
                      backend.name(), d.model, hex(d.pmcMask()), hex(d.pmdMask()), general, fixed, d.width(),
                      features, tick_ns, fast);

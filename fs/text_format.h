@@ -79,9 +79,18 @@ Result<std::uint64_t> parseAdvance(std::string_view text);
 // ---- formatters: every result ends with one newline -------------------------
 
 std::string formatVersion();                         // "pfmfs VERSION\nabi 1\n"
-// backend= model= pmcs= pmds= counters= fixed= width= features=, and with a
-// fast-path socket (fastpath_server.h) the feature `fastpath` and fastpath=NAME.
-std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, std::string_view fastpath = {});
+// The fast path's socket as pmu/info names it (fastpath_server.h): its
+// abstract name ('@' first; empty: no fast path) and the pid and uid the
+// kernel reports for its listener (SO_PEERCRED), which libpfm-compat checks.
+struct FastPathEndpoint {
+  std::string name;
+  std::int64_t pid = 0;
+  std::uint32_t uid = 0;
+};
+// backend= model= pmcs= pmds= counters= fixed= width= features= tick_ns=,
+// and with a fast-path socket the feature `fastpath` and fastpath=NAME
+// fastpath_pid=PID fastpath_uid=UID.
+std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, const FastPathEndpoint& fastpath = {});
 std::string formatEvents(const pmu::PmuDescription& desc);  // name= code=0x.. pmcs=0x.. desc="..."
 std::string formatMode(session::Mode m);             // "thread\n"
 std::string formatFlags(const session::Flags& f);    // "notify_block no_msg\n", "\n" when none

@@ -32,39 +32,57 @@ void closeAll(const int* fds, int n) {
   for (int i = 0; i < n; ++i) close(fds[i]);
 }
 
-// pmu/info's answer, read once per process like the mount's path (mount.h):
-// a program making contexts in a loop would otherwise pay three round trips
-// for each. Written once, then only read: no torn copy.
-enum : int { kUnknown, kWriting, kNamed, kNone };
-std::atomic<int> g_state{kUnknown};
-char g_name[112];
+// pmu/info's endpoint, read once per process like the mount's path
+// (mount.h): a program making contexts in a loop would otherwise pay three
+// round trips for each. A daemon that restarts has a new endpoint: it goes
+// into a fresh slot, written before it is published and never again, so
+// that a reader (a signal handler among them) never sees a torn copy. A
+// process that sees more daemons than slots reads pmu/info each time.
+constexpr int kSlots = 8;
+Endpoint g_slots[kSlots];
+std::atomic<int> g_used{0};           // slots taken (written or being written)
+std::atomic<int> g_current{-1};       // the published slot; -1: none yet
+std::atomic<bool> g_none{false};      // pmu/info said: no fast path
 
-bool readSocketName(char* name, size_t cap);
+bool readEndpoint(Endpoint* ep);
+
+bool sameEndpoint(const Endpoint& a, const Endpoint& b) {
+  return a.pid == b.pid && a.uid == b.uid && strcmp(a.name, b.name) == 0;
+}
+
+void keep(const Endpoint& ep) {
+  const int cur = g_current.load(std::memory_order_acquire);
+  if (cur >= 0 && sameEndpoint(g_slots[cur], ep)) return;
+  const int slot = g_used.fetch_add(1, std::memory_order_relaxed);
+  if (slot >= kSlots) return;
+  g_slots[slot] = ep;
+  g_current.store(slot, std::memory_order_release);
+}
 
 }  // namespace
 
-bool fastPathSocket(char* name, size_t cap, bool fresh) {
-  if (fresh) return readSocketName(name, cap);
-  const int st = g_state.load(std::memory_order_acquire);
-  if (st == kNamed) {
-    if (strlen(g_name) >= cap) return false;
-    memcpy(name, g_name, strlen(g_name) + 1);
-    return true;
+bool fastPathEndpoint(Endpoint* out, bool fresh) {
+  if (!fresh) {
+    const int cur = g_current.load(std::memory_order_acquire);
+    if (cur >= 0) {
+      *out = g_slots[cur];
+      return true;
+    }
+    if (g_none.load(std::memory_order_acquire)) return false;
   }
-  if (st == kNone) return false;
-  const bool ok = readSocketName(name, cap);
-  int expected = kUnknown;
-  if (ok && strlen(name) >= sizeof g_name) return ok;
-  if (g_state.compare_exchange_strong(expected, kWriting, std::memory_order_acq_rel)) {
-    if (ok) memcpy(g_name, name, strlen(name) + 1);
-    g_state.store(ok ? kNamed : kNone, std::memory_order_release);
+  if (!readEndpoint(out)) {
+    // Only the first answer is kept: a daemon restarting without the fast
+    // path leaves the old endpoint, which no longer answers as the daemon.
+    if (g_current.load(std::memory_order_acquire) < 0) g_none.store(true, std::memory_order_release);
+    return false;
   }
-  return ok;
+  keep(*out);
+  return true;
 }
 
 namespace {
 
-bool readSocketName(char* name, size_t cap) {
+bool readEndpoint(Endpoint* ep) {
   const char* mount = mountPath();
   if (!mount) return false;
   char path[4096 + 32];
@@ -78,36 +96,59 @@ bool readSocketName(char* name, size_t cap) {
   close(fd);
   if (n <= 0) return false;
   LineCursor cur(text, size_t(n));
-  Line line, value;
-  if (!cur.next(&line) || !findWord(line, "fastpath", &value)) return false;
-  // An abstract name: '@' and at most sun_path's room less its leading NUL.
-  if (value.size < 2 || value.begin[0] != '@' || value.size > sizeof(sockaddr_un{}.sun_path) || value.size >= cap)
+  Line line, name, pid, uid;
+  if (!cur.next(&line) || !findWord(line, "fastpath", &name) || !findWord(line, "fastpath_pid", &pid) ||
+      !findWord(line, "fastpath_uid", &uid))
     return false;
-  memcpy(name, value.begin, value.size);
-  name[value.size] = '\0';
+  // An abstract name: '@' and at most sun_path's room less its leading NUL.
+  if (name.size < 2 || name.begin[0] != '@' || name.size > sizeof(sockaddr_un{}.sun_path) ||
+      name.size >= sizeof ep->name)
+    return false;
+  uint64_t p_, u_;
+  if (!parseU64(pid.begin, pid.size, &p_) || p_ == 0 || p_ > INT32_MAX || !parseU64(uid.begin, uid.size, &u_) ||
+      u_ > UINT32_MAX)
+    return false;
+  memcpy(ep->name, name.begin, name.size);
+  ep->name[name.size] = '\0';
+  ep->pid = int32_t(p_);
+  ep->uid = uint32_t(u_);
   return true;
 }
 
 }  // namespace
 
-int fastPathRequest(const char* name, const char* request, int* fds, int max_fds) {
+int fastPathRequest(const Endpoint& ep, const char* request, int* fds, int max_fds) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  const size_t name_len = strlen(name);
-  if (name_len < 2 || name[0] != '@' || name_len > sizeof a.sun_path) return -EINVAL;
-  memcpy(a.sun_path + 1, name + 1, name_len - 1);  // the '@' stands for the leading NUL
+  const size_t name_len = strnlen(ep.name, sizeof ep.name);
+  if (name_len < 2 || name_len >= sizeof ep.name || ep.name[0] != '@' || name_len > sizeof a.sun_path)
+    return -EINVAL;
+  memcpy(a.sun_path + 1, ep.name + 1, name_len - 1);  // the '@' stands for the leading NUL
   const socklen_t addr_len = socklen_t(offsetof(sockaddr_un, sun_path) + name_len);
 
   int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (s < 0) return -errno;
-  // The daemon serves one connection at a time, each within a second.
+  // The daemon answers within its deadline (pfmfsd(8), --fastpath-deadline);
+  // a busy daemon may take longer: the mount is the fallback after that.
   timeval limit{2, 0};
   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-  int r = 0;
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), addr_len) != 0 ||
-      send(s, request, strlen(request), MSG_NOSIGNAL) < 0) {
-    r = -errno;
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), addr_len) != 0) {
+    const int r = -errno;
+    close(s);
+    return r;
+  }
+  // The listener's credentials, as the kernel took them at its listen():
+  // a stranger who bound a name the daemon let go is told nothing.
+  ucred peer{};
+  socklen_t peer_len = sizeof peer;
+  if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 || peer_len != sizeof peer ||
+      peer.pid != ep.pid || peer.uid != ep.uid) {
+    close(s);
+    return kNotTheDaemon;
+  }
+  if (send(s, request, strlen(request), MSG_NOSIGNAL) < 0) {
+    const int r = -errno;
     close(s);
     return r;
   }
@@ -129,7 +170,14 @@ int fastPathRequest(const char* name, const char* request, int* fds, int max_fds
   for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     const int k = int((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    for (int i = 0; i < k && got < kMaxChannelFds; ++i) memcpy(&received[got++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+    for (int i = 0; i < k; ++i) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (got < kMaxChannelFds)
+        received[got++] = fd;
+      else
+        close(fd);
+    }
   }
   const bool ok = n == 2 && memcmp(text, "ok", 2) == 0;
   if (!ok || got == 0 || got > max_fds || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC))) {

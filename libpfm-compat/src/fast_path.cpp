@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include "fast_channel.h"
 #include "fastpath/fast_page.h"
 #include "fastpath/fast_read.h"
+#include "fastpath/page_fd.h"
 #include "text_builder.h"
 
 namespace pfmcompat {
@@ -60,7 +62,7 @@ void FastPath::reset(bool enabled) {
   enabled_ = enabled;
   page_state_ = PageState::Untried;
   page_ = nullptr;
-  socket_[0] = '\0';
+  endpoint_ = Endpoint{};
   group_id_ = 0;
   refused_group_ = 0;  // group ids start at 1 (fast_page.h)
   group_fd_count_ = 0;
@@ -95,25 +97,23 @@ const fp::Page* FastPath::page(const Context& c) {
   // One try per context: a daemon without the fast path, or one that says
   // no, is not asked again.
   page_state_ = PageState::Unavailable;
-  if (!fastPathSocket(socket_, sizeof socket_)) return nullptr;
+  if (!fastPathEndpoint(&endpoint_)) return nullptr;
   char request[80];
   TextBuilder t(request, sizeof request);
   t.add("page ").add(c.name());
   int fd;
   if (t.overflowed()) return nullptr;
-  int got = fastPathRequest(socket_, request, &fd, 1);
-  // The name kept from an earlier daemon on this mount: ask the file again.
-  if (got == -ECONNREFUSED && fastPathSocket(socket_, sizeof socket_, true))
-    got = fastPathRequest(socket_, request, &fd, 1);
+  int got = fastPathRequest(endpoint_, request, &fd, 1);
+  // The endpoint kept from an earlier daemon on this mount (its name now
+  // free, or bound by someone else): ask the file again.
+  if ((got == -ECONNREFUSED || got == kNotTheDaemon) && fastPathEndpoint(&endpoint_, true))
+    got = fastPathRequest(endpoint_, request, &fd, 1);
   if (got != 1) return nullptr;
-  // A page shorter than the mapping would fault on reading (SIGBUS).
-  struct stat st;
-  void* map = MAP_FAILED;
-  if (fstat(fd, &st) == 0 && st.st_size >= off_t(fp::kPageBytes))
-    map = mmap(nullptr, fp::kPageBytes, PROT_READ, MAP_SHARED, fd, 0);
+  // Only a page the daemon could have made: another file could shrink under
+  // the mapping (SIGBUS) or change as its owner likes.
+  page_ = fp::mapPageFd(fd);
   close(fd);
-  if (map == MAP_FAILED) return nullptr;
-  page_ = static_cast<const fp::Page*>(map);
+  if (!page_) return nullptr;
   page_state_ = PageState::Mapped;
   return page_;
 }
@@ -125,7 +125,16 @@ bool FastPath::group(const Context& c, uint64_t id) {
   char request[112];
   TextBuilder t(request, sizeof request);
   t.add("group ").add(c.name()).add(' ').dec(id);
-  int n = t.overflowed() ? -EINVAL : fastPathRequest(socket_, request, group_fds_, int(kMaxMembers));
+  int n = t.overflowed() ? -EINVAL : fastPathRequest(endpoint_, request, group_fds_, int(kMaxMembers));
+  // Every member must be a perf event: reading anything else (a pipe, a
+  // FIFO another process feeds) would block or answer what its writer likes.
+  for (int i = 0; n > 0 && i < n; ++i) {
+    uint64_t perf_id;
+    if (ioctl(group_fds_[i], PERF_EVENT_IOC_ID, &perf_id) != 0) {
+      for (int j = 0; j < n; ++j) close(group_fds_[j]);
+      n = -EPROTO;
+    }
+  }
   if (n <= 0) {
     refused_group_ = id;  // stale (the set moved on) or refused: the page will say what is next
     return false;
@@ -215,12 +224,11 @@ int FastPath::read(Context& c, void* vec, size_t n, KeyGetter key, PmdSetter put
       return kAskTheMount;
     }
     // Where each PMD of the active set is in the copy; anything else (another
-    // set, a PMD the set does not list) is the mount's to answer or refuse.
+    // set, a PMD the set does not list) is the mount's to answer or refuse,
+    // and so is a page whose entries do not hold together.
     int8_t where[fp::kMaxPmds];
-    for (auto& w : where) w = -1;
+    if (!fp::indexEntries(snap, kMaxMembers, where)) return kAskTheMount;
     bool want_group = false;
-    for (uint64_t i = 0; i < snap.pmd_count; ++i)
-      if (snap.pmds[i].index < fp::kMaxPmds) where[snap.pmds[i].index] = int8_t(i);
     for (size_t i = 0; i < n; ++i) {
       const RegKey k = key(vec, i);
       if (k.set != snap.set || k.num >= fp::kMaxPmds || where[k.num] < 0) return kAskTheMount;

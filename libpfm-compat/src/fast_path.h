@@ -63,7 +63,7 @@ class FastPath {
   bool enabled_ = false;
   PageState page_state_ = PageState::Untried;
   const pfmfs::fastpath::Page* page_ = nullptr;
-  char socket_[112] = {};
+  Endpoint endpoint_ = {};
   uint64_t group_id_ = 0;
   uint64_t refused_group_ = 0;  // the daemon said no to this group: no asking again
   int group_fds_[kMaxChannelFds];  // leader first, in the group's read order

@@ -1,6 +1,14 @@
 // Finding the pfmfs mount (docs/libpfm-compat.md): $PFMFS_MOUNT, else /run/pfmfs when it
-// looks like one, else the first fuse.pfmfs entry of /proc/self/mountinfo.
-// Runs once per process in the normal case; nothing here is on a hot path.
+// looks like one, else the first fuse.pfmfs entry of /proc/self/mountinfo
+// that root or the calling user mounted. Runs once per process in the normal
+// case; nothing here is on a hot path.
+//
+// Whom to trust: on a machine where /dev/fuse is open to all, any user can
+// mount a filesystem of type fuse.pfmfs (fusermount3) that answers what it
+// likes, and see what a program writes to it. A mount found in mountinfo is
+// taken only if its user_id= (the uid that mounted it, which the kernel
+// records) is root's or the caller's. A set-id program (AT_SECURE) takes no
+// PFMFS_MOUNT from its caller, and only root's mounts.
 #include "mount.h"
 
 #include <errno.h>
@@ -8,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -53,8 +62,23 @@ void unescapeMountinfo(char* s) {
   *out = '\0';
 }
 
+// Whether a fuse mount's super options ("rw,user_id=1000,group_id=1000,...")
+// say it was mounted by root, or (unless root_only) by `uid`.
+bool mountedBy(char* super, uid_t uid, bool root_only) {
+  char* save = nullptr;
+  for (char* opt = strtok_r(super, ",\n", &save); opt; opt = strtok_r(nullptr, ",\n", &save)) {
+    if (strncmp(opt, "user_id=", 8) != 0) continue;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long id = strtoull(opt + 8, &end, 10);
+    if (errno != 0 || end == opt + 8 || *end != '\0') return false;
+    return id == 0 || (!root_only && id == uid);
+  }
+  return false;  // no user_id: not a FUSE mount as the kernel records one
+}
+
 // Fields: id parent major:minor root mountpoint options [optional...] - fstype source super
-bool firstFuseMountFromMountinfo(char* out, size_t out_size) {
+bool firstFuseMountFromMountinfo(char* out, size_t out_size, bool root_only) {
   FILE* f = fopen("/proc/self/mountinfo", "re");
   if (!f) return false;
   char* line = nullptr;
@@ -68,7 +92,10 @@ bool firstFuseMountFromMountinfo(char* out, size_t out_size) {
     mount_point = field;  // the fifth field
     while (field && strcmp(field, "-") != 0) field = strtok_r(nullptr, " \n", &save);
     char* fstype = field ? strtok_r(nullptr, " \n", &save) : nullptr;
-    if (mount_point && fstype && strcmp(fstype, "fuse.pfmfs") == 0) {
+    char* source = fstype ? strtok_r(nullptr, " \n", &save) : nullptr;
+    char* super = source ? strtok_r(nullptr, " \n", &save) : nullptr;
+    if (mount_point && fstype && strcmp(fstype, "fuse.pfmfs") == 0 && super &&
+        mountedBy(super, getuid(), root_only)) {
       unescapeMountinfo(mount_point);
       if (strlen(mount_point) < out_size) {
         strcpy(out, mount_point);
@@ -96,7 +123,8 @@ const char* mountPath() {
   int saved_errno = errno;  // a successful lookup leaves errno as it found it
   char candidate[kPathMax];
   bool ok = false;
-  const char* env = getenv("PFMFS_MOUNT");
+  const bool set_id = getauxval(AT_SECURE) != 0;
+  const char* env = secure_getenv("PFMFS_MOUNT");
   if (env && *env) {
     // An explicit choice is taken as given: a wrong one should fail loudly on
     // use (ENOENT) rather than silently pick another mount.
@@ -108,7 +136,7 @@ const char* mountPath() {
     strcpy(candidate, kDefaultMount);
     ok = true;
   } else {
-    ok = firstFuseMountFromMountinfo(candidate, sizeof candidate);
+    ok = firstFuseMountFromMountinfo(candidate, sizeof candidate, set_id);
   }
   if (!ok) {
     errno = ENODEV;

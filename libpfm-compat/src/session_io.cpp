@@ -24,8 +24,10 @@ namespace {
 __thread bool t_mount_failed __attribute__((tls_model("initial-exec"))) = false;
 
 // Read once, before main() in the normal case; getenv is not signal-safe.
+// secure_getenv: a set-id program does not take its caller's word on what
+// to print (mount.h).
 const bool g_debug = [] {
-  const char* v = getenv("PFMFS_DEBUG");
+  const char* v = secure_getenv("PFMFS_DEBUG");
   return v && *v && strcmp(v, "0") != 0;
 }();
 

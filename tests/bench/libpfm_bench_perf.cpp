@@ -21,7 +21,9 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -30,6 +32,7 @@
 #include <fmt/core.h>
 
 #include "bench_harness.h"
+#include "idle_connections.h"
 #include "libpfm_bench.h"
 
 namespace libpfm_bench {
@@ -141,6 +144,19 @@ void makeContext(PerfContext& c, const std::string& mount, bool fast, pid_t targ
                c.session + "/state");
 }
 
+// Whether the session's fast-path page (its memfd is named after the
+// session) is mapped in this process: the library took the fast path.
+bool pageMapped(const std::string& session) {
+  const std::string want = "/memfd:pfmfs-fastpath:" + session.substr(session.rfind('/') + 1) + " ";
+  FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (!maps) fail(fmt::format("/proc/self/maps: {}", errnoText(errno)));
+  char line[4096];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, maps)) found = std::strstr(line, want.c_str()) != nullptr;
+  std::fclose(maps);
+  return found;
+}
+
 // pfm_read_pmds of PMDs 0..count-1: each filled in, and none below its last read.
 void readPmds(PerfContext& c, int count, const char* what) {
   pfarg_pmd_t got[kN]{};
@@ -237,7 +253,9 @@ void perfSection(const Sizes& z, const std::string& pfmfsd, const std::string& m
   }
   // The sim's mount point: the library looked for its mount once.
   const std::string log = tmp + "/pfmfsd-perf.log";
-  const int slot = spawn({pfmfsd, "-d", "--pmu=perf", "--perf-model=sw", mount}, mount, log);
+  // A deadline of a minute: the siege below holds its connections through
+  // the measurements, as an attacker reconnecting at every deadline would.
+  const int slot = spawn({pfmfsd, "-d", "--pmu=perf", "--perf-model=sw", "--fastpath-deadline=60000", mount}, mount, log);
   waitMounted(slot, mount + "/version");
   const std::string info = readFile(mount + "/pmu/info");
   expectPrefix(info, "backend=perf model=perf-sw ", mount + "/pmu/info");
@@ -283,6 +301,17 @@ void perfSection(const Sizes& z, const std::string& pfmfsd, const std::string& m
       int baseline = -1;  // the group read of as many events
       bool goal = false;  // the fast path's: at most kGoal x baseline
     };
+    // The siege: another user holds 300 idle connections to the socket (it
+    // keeps 16; pfmfs(5), SECURITY) while a new context gets its page and
+    // group. The old server, one connection at a time, made every connect
+    // fail, and such a context read through the mount (21x).
+    IdleConnections siege(fastPathName(info), 300);
+    PerfContext besieged;
+    makeContext(besieged, mount, true, static_cast<pid_t>(::gettid()));
+    readPmds(besieged, 1, "pfm_read_pmds (fast path) of a context made under siege");
+    if (!pageMapped(besieged.session))
+      fail(fmt::format("a context made while 300 connections were held has no fast-path page ({})", besieged.session));
+
     const std::vector<Row> rows{
         {"perf group read(), 1 event", [&] { readGroup(one); }},
         {"perf group read(), 4 events", [&] { readGroup(four); }},
@@ -290,6 +319,8 @@ void perfSection(const Sizes& z, const std::string& pfmfsd, const std::string& m
         {"pfm_read_pmds fast path, 4 PMDs", [&] { readPmds(fast, kN, "pfm_read_pmds (fast path) of 4 PMDs"); }, 1,
          true},
         {"pfm_read_pmds mount path, 1 PMD", [&] { readPmds(slow, 1, "pfm_read_pmds (mount path) of 1 PMD"); }, 0},
+        {"fast path, 1 PMD, 300 idle conns",
+         [&] { readPmds(besieged, 1, "pfm_read_pmds (fast path) of a context made under siege"); }, 0, true},
     };
     std::vector<std::function<void()>> runs;
     for (const Row& r : rows) runs.push_back(r.run);
@@ -311,7 +342,7 @@ void perfSection(const Sizes& z, const std::string& pfmfsd, const std::string& m
                kGoal, kSilentReads, silent.ours.size(), mount_requests);
     std::fflush(stdout);
 
-    for (PerfContext* c : {&fast, &slow}) closeContext(c->fd, c->session);
+    for (PerfContext* c : {&fast, &slow, &besieged}) closeContext(c->fd, c->session);
   }
   stopDaemon(slot);
 }

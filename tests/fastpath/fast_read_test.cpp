@@ -116,6 +116,66 @@ MmapCounter counter(std::uint32_t index, std::int64_t offset, std::uint16_t widt
   return MmapCounter{index, offset, width, cap};
 }
 
+// A page of `n` entries for pmds idx[0..n), all from the page.
+Page pageOf(std::initializer_list<std::uint32_t> idx) {
+  Page p{};
+  for (std::uint32_t i : idx) {
+    PmdEntry& e = p.pmds[p.pmd_count++];
+    e.index = i;
+    e.source = static_cast<std::uint16_t>(Source::kPage);
+  }
+  return p;
+}
+
+TEST(FastRead, IndexEntriesMapsEachPmdToItsEntry) {
+  Page p = pageOf({3, 0, 63, 16});
+  p.group_size = 2;
+  p.pmds[1] = perfEntry(0, 0, 0, 48, 1);
+  p.pmds[1].index = 0;
+  std::int8_t where[kMaxPmds];
+  ASSERT_TRUE(indexEntries(p, 64, where));
+  for (std::uint32_t i = 0; i < kMaxPmds; ++i) {
+    const int want = i == 3 ? 0 : i == 0 ? 1 : i == 63 ? 2 : i == 16 ? 3 : -1;
+    EXPECT_EQ(where[i], want) << "pmd" << i;
+  }
+  Page none{};
+  ASSERT_TRUE(indexEntries(none, 64, where));
+  for (auto w : where) EXPECT_EQ(w, -1);
+}
+
+// The page comes from another process: nothing it says may make the reader
+// index outside its arrays (the fuzz oracle fastPage tries the rest).
+TEST(FastRead, IndexEntriesRefusesAPageThatDoesNotHoldTogether) {
+  std::int8_t where[kMaxPmds];
+  Page p = pageOf({0});
+  p.pmd_count = kMaxPmds + 1;
+  EXPECT_FALSE(indexEntries(p, 64, where)) << "more entries than the page has";
+  p.pmd_count = ~std::uint64_t{0};
+  EXPECT_FALSE(indexEntries(p, 64, where)) << "a count that would wrap";
+  EXPECT_FALSE(indexEntries(pageOf({1, 64}), 64, where)) << "pmd64";
+  EXPECT_FALSE(indexEntries(pageOf({0xffffffffu}), 64, where)) << "pmd 2^32-1";
+  EXPECT_FALSE(indexEntries(pageOf({5, 7, 5}), 64, where)) << "pmd5 twice";
+  Page bad_source = pageOf({2});
+  bad_source.pmds[0].source = 3;
+  EXPECT_FALSE(indexEntries(bad_source, 64, where)) << "source 3";
+  bad_source.pmds[0].source = 0;
+  EXPECT_FALSE(indexEntries(bad_source, 64, where)) << "source 0";
+  Page group = pageOf({});
+  group.pmds[0] = perfEntry(0, 0, 0, 48, 2);
+  group.pmd_count = 1;
+  group.group_size = 2;
+  EXPECT_FALSE(indexEntries(group, 64, where)) << "member 2 of 2";
+  group.pmds[0].member = 1;
+  EXPECT_TRUE(indexEntries(group, 64, where));
+  group.group_size = 0;
+  EXPECT_FALSE(indexEntries(group, 64, where)) << "a member of an empty group";
+  group.group_size = 65;
+  EXPECT_FALSE(indexEntries(group, 64, where)) << "more members than the reader can hold";
+  group.group_size = 64;
+  EXPECT_TRUE(indexEntries(group, 64, where));
+  EXPECT_FALSE(indexEntries(group, 63, where));
+}
+
 TEST(FastRead, RdpmcNeedsTheCapabilityAndACounter) {
   EXPECT_TRUE(rdpmcUsable(counter(1, 0, 48)));
   EXPECT_FALSE(rdpmcUsable(counter(0, 0, 48))) << "index 0: not on a counter now";

@@ -114,8 +114,8 @@ TEST(DaemonOptions, SimSkid) {
 TEST(DaemonOptions, EveryOptionWithEquals) {
   DaemonOptions o = parseOk({"--pmu=sim", "--sim-clock=manual", "--sim-width=32", "--sim-counters=8",
                              "--sim-events=/etc/pfmfs/events", "--tick=2000", "--max-sessions-per-user=3",
-                             "--max-sets=5", "--max-messages=7", "--allow-kernel", "--system-group=0", "--help",
-                             "--version", "/mnt"});
+                             "--max-sets=5", "--max-messages=7", "--fastpath-deadline=9", "--allow-kernel",
+                             "--system-group=0", "--help", "--version", "/mnt"});
   EXPECT_EQ(o.pmu, PmuChoice::Sim);
   EXPECT_EQ(o.sim.clock, pmu::ClockKind::Manual);
   EXPECT_EQ(o.sim.shape.width, 32u);
@@ -125,6 +125,7 @@ TEST(DaemonOptions, EveryOptionWithEquals) {
   EXPECT_EQ(o.engine.max_sessions_per_user, 3u);
   EXPECT_EQ(o.engine.max_sets, 5u);
   EXPECT_EQ(o.engine.max_messages, 7u);
+  EXPECT_EQ(o.fastpath_deadline_ms, 9u);
   EXPECT_TRUE(o.allow_kernel);
   ASSERT_TRUE(o.system_group.has_value());
   EXPECT_EQ(*o.system_group, 0u);
@@ -136,7 +137,8 @@ TEST(DaemonOptions, EveryOptionWithEquals) {
 TEST(DaemonOptions, EveryOptionWithSeparateValue) {
   DaemonOptions o = parseOk({"--pmu", "auto", "--sim-clock", "real", "--sim-width", "64", "--sim-counters", "1",
                              "--sim-events", "events.txt", "--tick", "1000", "--max-sessions-per-user", "1",
-                             "--max-sets", "65536", "--max-messages", "4294967295", "--system-group", "4321"});
+                             "--max-sets", "65536", "--max-messages", "4294967295", "--fastpath-deadline", "60000",
+                             "--system-group", "4321"});
   EXPECT_EQ(o.pmu, PmuChoice::Auto);
   EXPECT_EQ(o.sim.clock, pmu::ClockKind::Real);
   EXPECT_EQ(o.sim.shape.width, 64u);
@@ -146,6 +148,7 @@ TEST(DaemonOptions, EveryOptionWithSeparateValue) {
   EXPECT_EQ(o.engine.max_sessions_per_user, 1u);
   EXPECT_EQ(o.engine.max_sets, 65536u);
   EXPECT_EQ(o.engine.max_messages, 4294967295u);
+  EXPECT_EQ(o.fastpath_deadline_ms, 60000u);
   ASSERT_TRUE(o.system_group.has_value());
   EXPECT_EQ(*o.system_group, 4321u);  // a number needs no group entry
   EXPECT_EQ(o.mountpoint, "/run/pfmfs");
@@ -157,6 +160,8 @@ TEST(DaemonOptions, RangeEdgesAndHexValues) {
   EXPECT_EQ(parseOk({"--sim-counters=8"}).sim.shape.general_counters, 8u);
   EXPECT_EQ(parseOk({"--tick=18446744073709551615"}).engine.tick_ns, 18446744073709551615u);
   EXPECT_EQ(parseOk({"--max-sets=1"}).engine.max_sets, 1u);
+  EXPECT_EQ(parseOk({"--fastpath-deadline=1"}).fastpath_deadline_ms, 1u);
+  EXPECT_EQ(parseOk({}).fastpath_deadline_ms, 250u);
 }
 
 TEST(DaemonOptions, SystemGroupByName) {
@@ -356,6 +361,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--max-sets=65537"}, "--max-sets: 65537 is out of range (1..65536)"},
         BadRow{{"--max-messages=0"}, "--max-messages"}, BadRow{{"--max-messages=4294967296"}, "--max-messages"},
         BadRow{{"--max-sessions-per-user=4294967296"}, "--max-sessions-per-user"},
+        BadRow{{"--fastpath-deadline=0"}, "--fastpath-deadline: 0 is out of range (1..60000)"},
+        BadRow{{"--fastpath-deadline=60001"}, "--fastpath-deadline: 60001 is out of range (1..60000)"},
+        BadRow{{"--fastpath-deadline"}, "--fastpath-deadline needs a value"},
         // Groups.
         BadRow{{"--system-group=no_such_group_pfmfs"}, "--system-group: unknown group 'no_such_group_pfmfs'"},
         BadRow{{"--system-group=-1"}, "--system-group"}, BadRow{{"--system-group=4294967295"}, "--system-group"},
@@ -386,7 +394,7 @@ TEST(DaemonOptions, UsageHasOneLinePerOption) {
   const std::vector<std::string> options = {
       "-f", "-d", "-o OPT[,OPT...]", "--pmu=auto|x86|perf|sim", "--perf-model=auto|sw|x86", "--sim-clock=real|manual", "--sim-width=W", "--sim-counters=N",
       "--sim-events=FILE", "--sim-skid=N", "--tick=NS", "--max-sessions-per-user=N", "--max-sets=N", "--max-messages=N",
-      "--allow-kernel", "--system-group=GROUP", "--help", "--version"};
+      "--fastpath-deadline=MS", "--allow-kernel", "--system-group=GROUP", "--help", "--version"};
   EXPECT_EQ(lines.size(), options.size() + 1);
   for (const auto& opt : options) {
     int found = 0;

@@ -496,9 +496,10 @@ TEST(Format, PmuInfo) {
   EXPECT_EQ(formatPmuInfo(*small, 250000),
             "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
             "features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=250000\n");
-  EXPECT_EQ(formatPmuInfo(*small, 1000000, "@pfmfs-fastpath.1.00ff"),
+  EXPECT_EQ(formatPmuInfo(*small, 1000000, {"@pfmfs-fastpath.1.00ff", 1, 4294967294u}),
             "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,fastpath tick_ns=1000000 fastpath=@pfmfs-fastpath.1.00ff\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,fastpath tick_ns=1000000 "
+            "fastpath=@pfmfs-fastpath.1.00ff fastpath_pid=1 fastpath_uid=4294967294\n");
   auto wide = simBackend(8, 64);
   EXPECT_EQ(formatPmuInfo(*wide, 1000000),
             "backend=sim model=intel-arch-v2 pmcs=0x100ff pmds=0x700ff counters=8 fixed=3 width=64 "

@@ -9,6 +9,7 @@
 #include <optional>
 #include <variant>
 
+#include "fast_page_oracle.h"
 #include "fs/text_format.h"
 #include "oracle_check.h"
 #include "pfmstat_oracles.h"
@@ -447,6 +448,7 @@ const std::vector<Oracle>& oracles() {
        {"set=0 pmd=0 value=1500000 enabled_ns=1000000 running_ns=500000 scaled=3000000\n",
         "set=1 pmd=17 value=7 enabled_ns=10 running_ns=0 scaled=- children=3 total_scaled=-\n"},
        pfmstatCounts},
+      {"fastPage", fastPageSeeds(), fastPage},
   };
   return all;
 }

@@ -152,9 +152,10 @@ class PmuTable:
         return self.pmc(self.event_b)
 
 
-# pmu/info's end when pfmfsd offers libpfm-compat's fast path: the feature
-# and the socket's name, which differs from one daemon to the next.
-FASTPATH_INFO = re.compile(r',fastpath( tick_ns=\d+) fastpath=@pfmfs-fastpath\.\d+\.[0-9a-f]{16}\n$')
+# pmu/info's end when pfmfsd offers libpfm-compat's fast path: the feature,
+# the socket's name, which differs from one daemon to the next, and who
+# listens on it.
+FASTPATH_INFO = re.compile(r',fastpath( tick_ns=\d+) fastpath=@pfmfs-fastpath\.\d+\.[0-9a-f]{16} fastpath_pid=\d+ fastpath_uid=\d+\n$')
 
 
 def baseInfo(text):

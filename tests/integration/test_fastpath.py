@@ -93,7 +93,7 @@ def mountValues(s, set_id):
 class FastPathTest(MountTestCase):
 
     def setUp(self):
-        m = re.search(r' fastpath=@(\S+)\n$', self.m.read('pmu/info'))
+        m = re.search(r' fastpath=@(\S+) fastpath_pid=\d+ fastpath_uid=\d+\n$', self.m.read('pmu/info'))
         self.assertIsNotNone(m, 'pmu/info names no fast-path socket')
         self.sock = m.group(1)
 

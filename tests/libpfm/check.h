@@ -420,7 +420,7 @@ static inline pid_t tid_self(void)
 /* ---- pfmfsd stopped: what answers without the mount ---------------------- */
 /* The fast path's tests stop the daemon (SIGSTOP) to show that a read did
  * not ask the mount: such a request would wait for it. daemon_stop() finds
- * its pid in pmu/info (fastpath=@pfmfs-fastpath.PID.NONCE) and starts a
+ * its pid in pmu/info (fastpath_pid=PID) and starts a
  * watchdog thread: if daemon_continue() has not come within `seconds` (times
  * PFMFS_TIME_SCALE; what the program does meanwhile takes milliseconds), it
  * lets the daemon go on (which lets the stuck request finish: a FUSE
@@ -452,7 +452,7 @@ static inline void *check_daemon_watchdog_(void *arg)
 
 static inline void daemon_stop(unsigned seconds)
 {
-	static const char key[] = "fastpath=@pfmfs-fastpath.";
+	static const char key[] = " fastpath_pid=";
 	char path[PATH_MAX], info[1024];
 	const char *p;
 	pthread_t watchdog;

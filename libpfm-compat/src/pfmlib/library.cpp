@@ -46,7 +46,7 @@ int pmuTypeOf(const std::string& model) {
 // PFMFS_PMU_NAME overrides it: PAPI 7.0.0's perfmon2 component crashes when
 // its preset table knows the PMU's name (docs/libpfm-compat.md, "PAPI").
 std::string libpfmName(const PmuModel& m) {
-  if (const char* name = getenv("PFMFS_PMU_NAME"); name && *name) return name;
+  if (const char* name = secure_getenv("PFMFS_PMU_NAME"); name && *name) return name;
   return pmuTypeOf(m.model) == PFMLIB_GEN_IA32_PMU ? "Intel architectural PMU" : m.model;
 }
 
@@ -106,9 +106,10 @@ PFMLIB_EXPORT int pfm_initialize(void) {
   if (currentModel()) return PFMLIB_SUCCESS;
   std::lock_guard lock(g_init_mutex);
   if (currentModel()) return PFMLIB_SUCCESS;
-  // libpfm read these at initialisation; pfm_set_options() can still clear them.
-  if (getenv("LIBPFM_VERBOSE")) g_verbose.store(true, std::memory_order_relaxed);
-  if (getenv("LIBPFM_DEBUG")) g_debug.store(true, std::memory_order_relaxed);
+  // libpfm read these at initialisation; pfm_set_options() can still clear
+  // them. Not in a set-id program, whose output its caller may not see.
+  if (secure_getenv("LIBPFM_VERBOSE")) g_verbose.store(true, std::memory_order_relaxed);
+  if (secure_getenv("LIBPFM_DEBUG")) g_debug.store(true, std::memory_order_relaxed);
 
   const char* mount = pfmcompat::mountPath();
   if (!mount) {
