@@ -205,12 +205,7 @@ qemu=(qemu-system-x86_64 -accel "${PFMFS_VM_ACCEL:-tcg,thread=single}" -machine 
   # timekeeping to the HPET while the scheduler's clock stayed on the TSC;
   # the test PMU counts by the first and CPU time is read from the second, so
   # counts and CPU time parted (1.83e9 cycles counted in 402 ms of CPU time).
-  # tsc=noirqtime: the time a thread's cpu spends in interrupts is charged
-  # to the thread's CPU time, as the test PMU counts it. With IRQ time
-  # accounting the two part when a loaded host, or TCG's one thread taking
-  # the other vCPU's turn, stretches an interrupt on the thread's vCPU: an
-  # overflow due after 500 ms of a Worker's CPU time came after 250 ms.
-  -append "console=ttyS0 nmi_watchdog=0 panic=-1 loglevel=5 mitigations=off tsc=reliable tsc=noirqtime $append")
+  -append "console=ttyS0 nmi_watchdog=0 panic=-1 loglevel=5 mitigations=off tsc=reliable $append")
 qemu+=(-virtfs "$(virtfs pfmfs_root / readonly=on)" -virtfs "$(virtfs pfmfs_ctl "$run")")
 for d in "${repo_share[@]}"; do qemu+=(-virtfs "$(virtfs pfmfs_repo "$d" readonly=on)"); done
 i=0
