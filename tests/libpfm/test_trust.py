@@ -166,7 +166,12 @@ class HijackTest(unittest.TestCase):
 CHOICE = r'''
 set -e
 mount --bind "$CONF" /etc/fuse.conf
-awk '$9 == "fuse.pfmfs" {print $5}' /proc/self/mountinfo | while read -r m; do umount -l "$m" || true; done
+# fstype is the field after "-": the optional fields before it come and go
+# (a private namespace has none).
+awk '{for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "fuse.pfmfs") print $5; break }}' \
+  /proc/self/mountinfo | while read -r m; do umount -l "$m" || true; done
+[ -z "$(awk '{for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "fuse.pfmfs") print $5; break }}' \
+  /proc/self/mountinfo)" ] || { echo "other pfmfs mounts left"; exit 4; }
 setpriv --reuid="$U2" --regid="$G2" --clear-groups -- "$PFMFSD" -f $BACKEND_ARGS -o allow_other "$MNT" &
 daemon=$!
 i=0
