@@ -92,20 +92,6 @@ void Filesystem::autoclose(const std::shared_ptr<SessionEntry>& e) {
     if (rc == -ENOTEMPTY) rc = fuse_lowlevel_notify_inval_entry(se_, sessions, name.data(), name.size());
     if (rc != 0 && rc != -ENOENT && rc != -EBADF && rc != -ENODEV)
       logLimited(LogLevel::Warning, "autoclose of {}: kernel notification failed ({})", name, rc);
-    // Its files and sets too, deepest first: the kernel would otherwise keep
-    // those a program opened in its dentry cache after they are closed, and
-    // with them this session's nodes and state, until memory pressure
-    // (pfmfs(5), SECURITY). An entry forgotten while open goes at its last
-    // close.
-    if (dir != 0) forgetChildren(dir);
-  }
-}
-
-void Filesystem::forgetChildren(fuse_ino_t dir) {
-  for (const auto& [child, ino] : inodes_.children(dir)) {
-    NodePtr n = inodes_.get(ino);
-    if (n && n->isDir()) forgetChildren(ino);
-    (void)fuse_lowlevel_notify_inval_entry(se_, dir, child.data(), child.size());
   }
 }
 

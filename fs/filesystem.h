@@ -102,9 +102,7 @@ class Filesystem final : public session::SessionObserver {
   Status control(const session::Caller& opener, SessionEntry& e, std::string_view text);
   std::shared_ptr<SessionEntry> findEntry(std::string_view name) const;
   void destroy(const std::shared_ptr<SessionEntry>& e);
-  void autoclose(const std::shared_ptr<SessionEntry>& e);
-  // Tells the kernel to forget every cached name under `dir`, recursively.
-  void forgetChildren(fuse_ino_t dir);  // destroy, and tell the kernel
+  void autoclose(const std::shared_ptr<SessionEntry>& e);  // destroy, and tell the kernel
   void replyEntry(fuse_req_t req, const NodePtr& n);
 
   session::Engine& engine_;

@@ -90,15 +90,6 @@ bool InodeTable::hasChildren(fuse_ino_t parent) const {
   return it != names_.end() && it->first.first == parent;
 }
 
-std::vector<std::pair<std::string, fuse_ino_t>> InodeTable::children(fuse_ino_t parent) const {
-  std::lock_guard lock(mutex_);
-  std::vector<std::pair<std::string, fuse_ino_t>> out;
-  for (auto it = names_.lower_bound(std::make_pair(parent, std::string())); it != names_.end() && it->first.first == parent;
-       ++it)
-    out.emplace_back(it->first.second, it->second);
-  return out;
-}
-
 std::size_t InodeTable::size() const {
   std::lock_guard lock(mutex_);
   return nodes_.size();

@@ -16,7 +16,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "fs/fast_page_map.h"
 #include "fs/message_waiters.h"
@@ -110,8 +109,6 @@ class InodeTable {
   std::uint64_t lookupCount(fuse_ino_t ino) const;  // 0 if unknown
   // Whether some name in `parent` maps to a node the kernel holds.
   bool hasChildren(fuse_ino_t parent) const;
-  // The (name, inode) of every name in `parent` that maps to a node.
-  std::vector<std::pair<std::string, fuse_ino_t>> children(fuse_ino_t parent) const;
 
  private:
   struct Slot {
