@@ -133,8 +133,10 @@ class LimitTest(MountTestCase):
 def silentFor(name):
     """Seconds until the daemon closes a connection that sends nothing."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
-        s.connect('\0' + name)
+        # Before the connect: the daemon's clock for the deadline starts when
+        # it sees the connection, which may be before connect() returns here.
         t0 = time.monotonic()
+        s.connect('\0' + name)
         ready, _, _ = select.select([s], [], [], WAIT_S)
         took = time.monotonic() - t0
         assert ready, f'a silent connection still open after {WAIT_S} s'
