@@ -14,7 +14,6 @@
 import atexit
 import errno
 import os
-import pathlib
 import re
 import resource
 import select
@@ -30,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'integration'))
 
 import pfmfs_mount as pm  # noqa: E402  (after the path above)
+from kernel_setting import KernelSetting  # noqa: E402
 from pfmfs_mount import (MSG, PERF, PMU, SIM, TEST_USER2, Mount, MountTestCase, daemonPath,  # noqa: E402
                          inCi, parseKv, perfOnly, runAs, stateLine, waitAsleep, waitFor)
 
@@ -498,7 +498,7 @@ class DescriptorTest(FaultTestCase):
 class LockedMemoryTest(FaultTestCase):
     """perf's ring buffers are locked memory: the kernel charges them to the
     daemon's user up to perf_event_mlock_kb per CPU (set to 0 here, restored
-    after), then to the daemon's RLIMIT_MEMLOCK (lowered with prlimit); the
+    after, under kernel_setting's machine-wide lock), then to the daemon's RLIMIT_MEMLOCK (lowered with prlimit); the
     daemon has no CAP_IPC_LOCK to exceed both. perf maps one per target, the
     sim one per target with flags inherit (its children's task records)
     beside the control page of the dummy event that watches every loaded
@@ -517,9 +517,7 @@ class LockedMemoryTest(FaultTestCase):
         need(self, os.access(MLOCK_KB, os.W_OK), f'{MLOCK_KB} is not writable')
         pid = self.m.proc.pid
         self.assertFalse(int(procStatus(pid)['CapEff'], 16) >> CAP_IPC_LOCK & 1, 'the daemon kept CAP_IPC_LOCK')
-        sysctl = pathlib.Path(MLOCK_KB)
-        self.addCleanup(sysctl.write_text, sysctl.read_text())
-        sysctl.write_text('0')
+        self.enterContext(KernelSetting(MLOCK_KB, 0))
         pinned = lambda: int(procStatus(pid)['VmPin'].split()[0])  # noqa: E731  (kB)
         a, wa = self.session()
         a.ctl(f'load {wa.pid}')

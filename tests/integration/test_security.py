@@ -21,6 +21,7 @@ import socket
 import subprocess
 
 import pfmfs_mount
+from kernel_setting import KernelSetting
 from pfmfs_mount import (PMU, SIM, TEST_GROUP, TEST_USER, TEST_USER2, MountTestCase, attempt, cpuNs, perfOpenErrno,
                          runAs, setIdDir, stateLine, userIds, waitAsleep, waitFor)
 
@@ -37,11 +38,7 @@ class LoadRuleTest(MountTestCase):
         # perf_event_paranoid lets plain users count their threads (2; Debian
         # ships 3). pfmfsd does not apply paranoid (pfmfsd(8)); the rule
         # compared here is the ptrace one.
-        with open(PARANOID) as f:
-            cls.paranoid = f.read().strip()
-        if int(cls.paranoid) > 2:
-            with open(PARANOID, 'w') as f:
-                f.write('2\n')
+        cls.enterClassContext(KernelSetting(PARANOID, lambda was: min(int(was), 2)))
         cls.dir = setIdDir()
         uid, _ = userIds(TEST_USER)
         sys_gid = grp.getgrnam(TEST_GROUP).gr_gid
@@ -60,8 +57,6 @@ class LoadRuleTest(MountTestCase):
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
-        with open(PARANOID, 'w') as f:
-            f.write(cls.paranoid + '\n')
         super().tearDownClass()
 
     def userSession(self):
