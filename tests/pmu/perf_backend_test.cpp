@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -41,9 +43,9 @@ constexpr std::uint64_t kPageFaults = PERF_COUNT_SW_PAGE_FAULTS;
 constexpr std::uint64_t kTaskClock = PERF_COUNT_SW_TASK_CLOCK;
 constexpr std::uint64_t kContextSwitches = PERF_COUNT_SW_CONTEXT_SWITCHES;
 
-// Touches `n` fresh pages once each: exactly n user-level page faults. Raw
-// syscalls and no sanitizer instrumentation, so that the ASan and TSan
-// builds take no faults of their own (shadow memory) in here.
+// Touches `n` fresh pages once each: n user-level page faults. Raw syscalls
+// and no sanitizer instrumentation, so that the ASan and TSan builds take no
+// faults of their own (shadow memory) in here.
 __attribute__((no_sanitize("address", "thread", "undefined"))) void touchPages(std::size_t n) {
   const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const long addr = ::syscall(SYS_mmap, nullptr, n * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -120,6 +122,50 @@ class Rig {
 };
 
 Target thread(pid_t tid) { return Target{TargetKind::Thread, tid}; }
+
+// touchPages on a worker, and how many page faults it took. Mostly the
+// pages touched; one more now and then on a busy machine, where the kernel
+// moved a page under the thread (compaction) and it touched it again. The
+// count is the kernel's, by a user-level page-fault event of the test's own
+// on the thread, read with the thread asleep before and after: the backend
+// counts exactly that where the test enables and disables it between touches.
+class Touch {
+ public:
+  explicit Touch(Worker& w) : w_(w) {
+    perf_event_attr a{};
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_PAGE_FAULTS;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    fd_ = static_cast<int>(::syscall(SYS_perf_event_open, &a, w.tid(), -1, -1, PERF_FLAG_FD_CLOEXEC));
+    EXPECT_GE(fd_, 0) << "perf_event_open: " << std::strerror(errno);
+  }
+  ~Touch() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Touch(const Touch&) = delete;
+  Touch& operator=(const Touch&) = delete;
+
+  std::uint64_t operator()(std::size_t n) {
+    const std::uint64_t before = faults();
+    w_.run([n] { touchPages(n); });
+    EXPECT_TRUE(pfmfs::testing::waitOffCpu(w_.tid())) << "the worker sleeps between jobs";
+    const std::uint64_t taken = faults() - before;
+    EXPECT_GE(taken, n);
+    return taken;
+  }
+
+ private:
+  std::uint64_t faults() const {
+    std::uint64_t v = 0;
+    EXPECT_EQ(::read(fd_, &v, sizeof v), static_cast<ssize_t>(sizeof v));
+    return v;
+  }
+
+  Worker& w_;
+  int fd_ = -1;
+};
 
 // ---- descriptions and mappings --------------------------------------------------
 
@@ -217,17 +263,18 @@ TEST(PerfBackend, CreatesWhereTheKernelAllows) {
 TEST(PerfTarget, CountsPageFaultsOfAThreadExactly) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   r.pmc(0, kPageFaults);
   r.pmc(1, kTaskClock);
   r.pmd(0, 1000);  // a loaded value is where counting continues from
   ASSERT_TRUE(r.load(0).ok());
-  w.run([] { touchPages(10); });  // before enable: not counted
+  touch(10);  // before enable: not counted
   r.pmu().enable();
-  w.run([] { touchPages(37); });
-  EXPECT_EQ(r.read(0), 1037u);
+  const std::uint64_t n = touch(37);
+  EXPECT_EQ(r.read(0), 1000 + n);
   r.pmu().disable();
-  w.run([] { touchPages(5); });  // after disable: not counted
-  EXPECT_EQ(r.read(0), 1037u);
+  touch(5);  // after disable: not counted
+  EXPECT_EQ(r.read(0), 1000 + n);
   // The target's clock is its task-clock: both readings of it, and both of
   // the set's task-clock, fall where the set is disabled and the worker
   // waits. The clock ran all along, the set only in the window between, so
@@ -250,6 +297,7 @@ TEST(PerfTarget, CountsPageFaultsOfAThreadExactly) {
 TEST(PerfTarget, SwitchingSetsCostsTwoIoctlsAndKeepsCountsApart) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   r.pmc(0, kPageFaults);
   ASSERT_TRUE(r.load(0).ok());
   r.clear();
@@ -261,7 +309,7 @@ TEST(PerfTarget, SwitchingSetsCostsTwoIoctlsAndKeepsCountsApart) {
   r.pmd(0, 0);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w.run([] { touchPages(7); });
+  std::uint64_t faults0 = touch(7), faults1 = 0;
   std::uint64_t set0 = 0, set1 = 0;
   for (int round = 0; round < 5; ++round) {
     // As the engine switches: disable, fold, load the next, enable.
@@ -275,7 +323,7 @@ TEST(PerfTarget, SwitchingSetsCostsTwoIoctlsAndKeepsCountsApart) {
     ASSERT_TRUE(r.load(1).ok());
     r.pmu().enable();
     EXPECT_EQ(ioctlCount() - before, 2u) << "round " << round;
-    w.run([] { touchPages(3); });
+    faults1 += touch(3);
 
     before = ioctlCount();
     r.pmu().disable();
@@ -286,20 +334,22 @@ TEST(PerfTarget, SwitchingSetsCostsTwoIoctlsAndKeepsCountsApart) {
     ASSERT_TRUE(r.load(0).ok());
     r.pmu().enable();
     EXPECT_EQ(ioctlCount() - before, 2u) << "round " << round;
-    w.run([] { touchPages(2); });
+    faults0 += touch(2);
   }
   r.pmu().disable();
-  EXPECT_EQ(r.read(0), 7u + 5 * 2);  // set 0's faults only
-  EXPECT_EQ(set1, 5u * 3);             // set 1's
+  EXPECT_EQ(r.read(0), faults0);  // set 0's faults only (7 + 5 * 2)
+  EXPECT_EQ(set1, faults1);       // set 1's (5 * 3)
 }
 
 TEST(PerfTarget, ChangedEventsReopenTheGroup) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   r.pmc(0, kContextSwitches, true);  // the scheduler switches in the kernel: :u alone counts none
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
   w.run([] { std::this_thread::sleep_for(1ms); });
+  ASSERT_TRUE(pfmfs::testing::waitOffCpu(w.tid()));  // asleep before page faults count
   r.pmu().disable();
   EXPECT_GE(r.read(0), 1u);
   r.clear();
@@ -307,9 +357,9 @@ TEST(PerfTarget, ChangedEventsReopenTheGroup) {
   r.pmd(0, 0);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w.run([] { touchPages(4); });
+  const std::uint64_t n = touch(4);
   r.pmu().disable();
-  EXPECT_EQ(r.read(0), 4u);
+  EXPECT_EQ(r.read(0), n);
 }
 
 // ---- the fast path's group (fastGroup) ------------------------------------------
@@ -332,25 +382,26 @@ std::uint64_t fastBits(const FastGroup& g, std::size_t slot) {
 TEST(PerfTarget, FastGroupGivesReadPmdsBits) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   EXPECT_FALSE(r.pmu().fastGroup().has_value()) << "nothing loaded";
   r.pmc(0, kContextSwitches, true);
   r.pmc(1, kPageFaults);
   r.pmd(1, 1000);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w.run([] { touchPages(37); });
+  std::uint64_t n = touch(37);
   auto g = r.pmu().fastGroup();
   ASSERT_TRUE(g.has_value());
   EXPECT_EQ(g->size, 2u);
-  EXPECT_EQ(fastBits(*g, 1), 1037u);
+  EXPECT_EQ(fastBits(*g, 1), 1000 + n);
   EXPECT_EQ(fastBits(*g, 1), r.read(1));
   // Counting on, read by the reader alone: the same arithmetic.
-  w.run([] { touchPages(5); });
-  EXPECT_EQ(fastBits(*g, 1), 1042u);
-  EXPECT_EQ(r.read(1), 1042u);
+  n += touch(5);
+  EXPECT_EQ(fastBits(*g, 1), 1000 + n);
+  EXPECT_EQ(r.read(1), 1000 + n);
   r.pmu().disable();
-  w.run([] { touchPages(5); });
-  EXPECT_EQ(fastBits(*g, 1), 1042u);
+  touch(5);
+  EXPECT_EQ(fastBits(*g, 1), 1000 + n);
   // Another set: another group, another id.
   r.clear();
   r.pmc(0, kPageFaults);
@@ -361,34 +412,36 @@ TEST(PerfTarget, FastGroupGivesReadPmdsBits) {
   EXPECT_NE(g1->id, g->id);
   EXPECT_NE(g1->fds.front(), g->fds.front());
   r.pmu().enable();
-  w.run([] { touchPages(3); });
-  EXPECT_EQ(fastBits(*g1, 0), 10u);
-  EXPECT_EQ(r.read(0), 10u);
+  n = touch(3);
+  EXPECT_EQ(fastBits(*g1, 0), 7 + n);
+  EXPECT_EQ(r.read(0), 7 + n);
 }
 
 TEST(PerfTarget, FastGroupFollowsResetsAtTheOverflow) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   constexpr std::uint64_t P = 10;
   r.pmc(0, kPageFaults);
   r.pmd(0, std::uint64_t{0} - P);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w.run([] { touchPages(4); });
+  std::uint64_t n = touch(4);
+  ASSERT_LT(n, P);
   auto before = r.pmu().fastGroup();
   ASSERT_TRUE(before.has_value());
-  EXPECT_EQ(fastBits(*before, 0), std::uint64_t{0} - P + 4);
+  EXPECT_EQ(fastBits(*before, 0), std::uint64_t{0} - P + n);
   // Past the wrap, before the engine takes it: base + (count - ref) has
   // carried out of the width (here 64 bits: it went round), which tells the
   // reader to ask the daemon.
-  w.run([] { touchPages(23); });
+  n += touch(23);
   EXPECT_LT(fastBits(*before, 0), std::uint64_t{0} - P);
-  EXPECT_EQ(r.takeAll(0, std::uint64_t{0} - P), 2u);
+  EXPECT_EQ(r.takeAll(0, std::uint64_t{0} - P), n / P);  // 2 of 27
   // Reset at the instants of the wraps (20): 7 since.
   auto after = r.pmu().fastGroup();
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->id, before->id);
-  EXPECT_EQ(fastBits(*after, 0), std::uint64_t{0} - P + 7);
+  EXPECT_EQ(fastBits(*after, 0), std::uint64_t{0} - P + n % P);
   EXPECT_EQ(fastBits(*after, 0), r.read(0));
 }
 
@@ -397,6 +450,7 @@ TEST(PerfTarget, FastGroupFollowsResetsAtTheOverflow) {
 TEST(PerfTarget, OverflowsArriveAtTheWrapAndResetAtTheirInstant) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   constexpr std::uint64_t P = 10;
   r.pmc(0, kPageFaults);
   r.pmd(0, std::uint64_t{0} - P);
@@ -404,7 +458,7 @@ TEST(PerfTarget, OverflowsArriveAtTheWrapAndResetAtTheirInstant) {
   r.pmu().enable();
   // 57 faults before anyone looks: the kernel recorded each wrap at its
   // instant, and resets to -P applied at those instants lose nothing.
-  w.run([] { touchPages(57); });
+  std::uint64_t n = touch(57);
   auto o = r.pmu().takeOverflow();
   ASSERT_TRUE(o.has_value());
   EXPECT_EQ(o->pmds, regBit(0));
@@ -413,15 +467,15 @@ TEST(PerfTarget, OverflowsArriveAtTheWrapAndResetAtTheirInstant) {
   EXPECT_NE(o->ip, 0u);
   EXPECT_TRUE(cpuOnline(o->cpu));
   r.pmu().reloadPmd(0, std::uint64_t{0} - P);
-  EXPECT_EQ(1 + r.takeAll(0, std::uint64_t{0} - P), 57 / P);
-  EXPECT_EQ(r.read(0), std::uint64_t{0} - P + 57 % P);
+  EXPECT_EQ(1 + r.takeAll(0, std::uint64_t{0} - P), n / P);
+  EXPECT_EQ(r.read(0), std::uint64_t{0} - P + n % P);
   // And on: 13 more faults, two more wraps (at 60 and 70).
-  w.run([] { touchPages(13); });
-  EXPECT_EQ(r.takeAll(0, std::uint64_t{0} - P), 2u);
-  EXPECT_EQ(r.read(0), std::uint64_t{0} - P);
+  const std::uint64_t more = touch(13);
+  EXPECT_EQ(r.takeAll(0, std::uint64_t{0} - P), (n + more) / P - n / P);
+  EXPECT_EQ(r.read(0), std::uint64_t{0} - P + (n + more) % P);
   // The poller wakes the engine for records it has not taken yet.
   const int calls = r.listener().calls.load();
-  w.run([] { touchPages(P); });
+  touch(P);
   for (auto deadline = std::chrono::steady_clock::now() + 1min;
        r.listener().calls.load() == calls && std::chrono::steady_clock::now() < deadline;)
     std::this_thread::sleep_for(1ms);
@@ -432,58 +486,64 @@ TEST(PerfTarget, OverflowsArriveAtTheWrapAndResetAtTheirInstant) {
 TEST(PerfTarget, ResetToAnotherValueReprogramsThePeriod) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   r.pmc(0, kPageFaults);
   r.pmd(0, std::uint64_t{0} - 5);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w.run([] { touchPages(5); });
+  const std::uint64_t first = touch(5);
   ASSERT_EQ(r.takeAll(0, std::uint64_t{0} - 20), 1u);  // after the first wrap, wrap every 20
-  w.run([] { touchPages(19); });
+  // Since that wrap: the faults past it (0, or 1 on a busy machine) and 30
+  // more. One wrap, 20 after the first, and reset to 0 there: the value is
+  // what came after it.
+  const std::uint64_t since = first - 5 + touch(30);
+  EXPECT_EQ(r.takeAll(0, 0), 1u);
+  EXPECT_EQ(r.read(0), since - 20);
+  // Reset to 0: no more wraps.
+  const std::uint64_t n = touch(30);
   EXPECT_FALSE(r.pmu().takeOverflow().has_value());
-  EXPECT_EQ(r.read(0), std::uint64_t{0} - 1);
-  w.run([] { touchPages(1); });
-  EXPECT_EQ(r.takeAll(0, 0), 1u);  // then no more wraps: reset to 0
-  w.run([] { touchPages(30); });
-  EXPECT_FALSE(r.pmu().takeOverflow().has_value());
-  EXPECT_EQ(r.read(0), 30u);
+  EXPECT_EQ(r.read(0), since - 20 + n);
 }
 
 TEST(PerfTarget, ReloadingASetDropsOverflowsOfTheValuesItReplaces) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   r.pmc(0, kPageFaults);
   r.pmd(0, std::uint64_t{0} - 3);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w.run([] { touchPages(3); });  // one wrap recorded, not taken
+  touch(3);  // one wrap recorded, not taken
   r.pmu().disable();
   r.pmd(0, 100);  // the user writes a value: the old wrap is history
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w.run([] { touchPages(2); });
+  const std::uint64_t n = touch(2);
   EXPECT_FALSE(r.pmu().takeOverflow().has_value());
-  EXPECT_EQ(r.read(0), 102u);
+  EXPECT_EQ(r.read(0), 100 + n);
 }
 
 TEST(PerfTarget, SwitchingAwayAndBackKeepsThePeriodWithoutAnIoctl) {
   Worker w;
   Rig r(thread(w.tid()));
+  Touch touch(w);
   r.pmc(0, kPageFaults);
   r.pmd(0, std::uint64_t{0} - 8);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w.run([] { touchPages(5); });
+  const std::uint64_t n = touch(5);
+  ASSERT_LT(n, 8u);
   r.pmu().disable();
   const std::uint64_t folded = r.read(0);
-  EXPECT_EQ(folded, std::uint64_t{0} - 3);
+  EXPECT_EQ(folded, std::uint64_t{0} - 8 + n);  // -3
   const std::uint64_t before = ioctlCount();
   r.pmd(0, folded);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
   EXPECT_EQ(ioctlCount() - before, 1u) << "the enable only: the kernel's period already ends at the wrap";
-  w.run([] { touchPages(3); });
+  const std::uint64_t total = n + touch(3);
   EXPECT_EQ(r.takeAll(0, std::uint64_t{0} - 8), 1u);
-  EXPECT_EQ(r.read(0), std::uint64_t{0} - 8);
+  EXPECT_EQ(r.read(0), std::uint64_t{0} - 8 + (total - 8));
 }
 
 // ---- targets ----------------------------------------------------------------------
@@ -491,10 +551,11 @@ TEST(PerfTarget, SwitchingAwayAndBackKeepsThePeriodWithoutAnIoctl) {
 TEST(PerfTarget, AThreadThatExitsIsGone) {
   auto w = std::make_unique<Worker>();
   Rig r(thread(w->tid()));
+  Touch touch(*w);
   r.pmc(0, kPageFaults);
   ASSERT_TRUE(r.load(0).ok());
   r.pmu().enable();
-  w->run([] { touchPages(6); });
+  touch(6);
   EXPECT_FALSE(r.pmu().gone());
   const int calls = r.listener().calls.load();
   w->exitAndJoin();

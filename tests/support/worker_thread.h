@@ -10,17 +10,24 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/support/cpu_time.h"
+
 namespace pfmfs::testing {
 
 // A thread that runs jobs on request and reports its tid: the target of the
 // real-clock tests. It blocks between jobs, so its CPU time stands still;
 // run() returns a moment before it blocks: waitOffCpu(tid()) (cpu_time.h)
-// waits for that, where a reading of its CPU time must be exact.
+// waits for that, where a reading of its CPU time must be exact. A new
+// Worker is already blocked: nothing it does later falls into a count
+// the test starts after making it.
 class Worker {
  public:
   Worker() : thread_([this] { run(); }) {
-    std::unique_lock l(mu_);
-    cv_.wait(l, [this] { return tid_ != 0; });
+    {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [this] { return tid_ != 0; });
+    }
+    waitOffCpu(tid_);
   }
   ~Worker() {
     {
