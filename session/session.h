@@ -170,7 +170,9 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // Engine hooks.
   // The session leaves the engine: unloaded, and no load succeeds any more
   // (a load racing the destruction would otherwise claim a target for a
-  // session nobody can reach).
+  // session nobody can reach). Its state goes too: what is left is what a
+  // new session has (its name, owner, an empty set 0), kept only by files
+  // the kernel still holds, which answer ENOENT.
   Status retire();
   void advanceBy(std::uint64_t ns);  // manual clock
   void tick();                       // real clock: timer thread
@@ -278,6 +280,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Status startCounting();
   void stopCounting();
   void unloadLocked(bool exited);
+  void releaseState();
   void queueMessage(const Message& m);
   void liveValues(const EventSet& set, pmu::RegMask pmds);
 
@@ -371,7 +374,8 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::uint64_t enabled_ns_ = 0;
   std::uint64_t merged_ = 0;   // children's results added
   std::uint64_t dropped_ = 0;  // children's results not added
-  std::mt19937_64 random_;
+  // Made at the first random reset: 2.5 KB that most sessions never use.
+  std::unique_ptr<std::mt19937_64> random_;
 };
 
 }  // namespace pfmfs::session

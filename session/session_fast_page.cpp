@@ -53,6 +53,10 @@ void Session::setFastPage(fastpath::Page* page) {
   if (page && !fast_next_) {
     fast_next_ = std::make_unique<fastpath::Page>();
     fast_shown_ = std::make_unique<fastpath::Page>();
+  } else if (!page) {
+    // 7 KB a session: no page, no copies of it (a destroyed session drops its page).
+    fast_next_.reset();
+    fast_shown_.reset();
   }
   // ~Op publishes the new page's first content.
 }

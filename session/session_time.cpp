@@ -291,7 +291,11 @@ void Session::handleUserOverflow(Counters c, RegMask pmds, const pmu::HwOverflow
 
 std::uint64_t Session::resetValue(const PmdState& p, bool long_reset) {
   std::uint64_t v = long_reset ? p.long_reset : p.short_reset;
-  if (p.random && p.random_mask) v -= random_() & p.random_mask;
+  if (p.random && p.random_mask) {
+    // Fixed seed: random resets repeat run after run.
+    if (!random_) random_ = std::make_unique<std::mt19937_64>(0x9e3779b97f4a7c15ull);
+    v -= (*random_)() & p.random_mask;
+  }
   return v;
 }
 
