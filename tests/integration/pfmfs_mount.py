@@ -1319,6 +1319,17 @@ class MountTestCase(unittest.TestCase):
         self.addCleanup(s.destroy)
         return s
 
+    def userSession(self, user=TEST_USER, name=None):
+        """A session `user` made (mkdir as that user); rmdir'ed by root
+        after the test whatever happens."""
+        if name is None:
+            MountTestCase._counter += 1
+            name = f'{user}-{self._testMethodName[:30]}-{MountTestCase._counter}'
+        s = self.m.session(name)
+        runAs(user, os.mkdir, s.dir)
+        self.addCleanup(s.destroy)
+        return s
+
     def sleeper(self, user=None):
         """A sleep process, killed after the test; returns its pid."""
         cm = sleeper(user)

@@ -85,13 +85,6 @@ class LimitTest(MountTestCase):
     # Held connections must outlive the test: their deadline is a minute.
     mount_args = ('--fastpath-deadline=60000',)
 
-    def userSession(self, user):
-        MountTestCase._counter += 1
-        s = self.m.session(f'chan-{user}-{MountTestCase._counter}')
-        runAs(user, os.mkdir, s.dir)
-        self.addCleanup(s.destroy)
-        return s
-
     def holder(self, user, n):
         uid, gid = userIds(user)
         p = subprocess.Popen([pfmfs_mount.userPython(), '-c', HOLDER, endpoint(self.m)[0], str(n), str(WAIT_S)],

@@ -22,15 +22,6 @@ DENIED = (errno.EACCES, errno.EPERM)
 
 class PermissionsTest(MountTestCase):
 
-    def userSession(self, user, name=None):
-        """A session made by `user` (mkdir as that user)."""
-        MountTestCase._counter += 1
-        name = name or f'{user}-{self._testMethodName[:30]}-{MountTestCase._counter}'
-        s = self.m.session(name)
-        runAs(user, os.mkdir, s.dir)
-        self.addCleanup(s.destroy)  # root removes it whatever happens
-        return s
-
     def test_user_session_belongs_to_its_creator(self):
         s = self.userSession(TEST_USER)
         uid, gid = userIds(TEST_USER)

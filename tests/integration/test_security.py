@@ -59,13 +59,6 @@ class LoadRuleTest(MountTestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
         super().tearDownClass()
 
-    def userSession(self):
-        MountTestCase._counter += 1
-        s = self.m.session(f'sec-{self._testMethodName[:30]}-{MountTestCase._counter}')
-        runAs(TEST_USER, os.mkdir, s.dir)
-        self.addCleanup(s.destroy)
-        return s
-
     def userProcess(self, argv):
         """argv as TEST_USER with its login groups, stdin a pipe; killed
         after the test. Returns the Popen once it waits in a read."""
@@ -243,13 +236,6 @@ class DeputyTest(MountTestCase):
     open (pfmfs(5), SECURITY, "Whose rights a write uses"): a user who hands
     their own ctl or pmcK to a privileged process gets no more through it
     than their own rights."""
-
-    def userSession(self):
-        MountTestCase._counter += 1
-        s = self.m.session(f'deputy-{MountTestCase._counter}')
-        runAs(TEST_USER, os.mkdir, s.dir)
-        self.addCleanup(s.destroy)
-        return s
 
     def test_a_users_ctl_written_by_root_loads_with_the_users_rights(self):
         s = self.userSession()
