@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "session/engine.h"
@@ -300,12 +302,18 @@ TEST_F(Inherit, ThreadsStartAtTheWrittenValue) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, go[0], 0);
   posix_spawn_file_actions_adddup2(&fa, rep[1], 3);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   const char* argv[] = {"/usr/bin/python3", "-S", "-c", script, nullptr};
   pid_t pid = -1;
   ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, const_cast<char* const*>(argv), environ), 0);
   posix_spawn_file_actions_destroy(&fa);
   ::close(go[0]);
   ::close(rep[1]);
+  // A failed assertion ends the test early: the target, blocked on its
+  // stdin, is killed then, so that the failure shows instead of a hang.
+  std::shared_ptr<void> reap(nullptr, [&pid](void*) {
+    if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+  });
   auto said = [&] {
     char c = 0;
     return ::read(rep[0], &c, 1) == 1 ? c : '\0';
@@ -323,8 +331,9 @@ TEST_F(Inherit, ThreadsStartAtTheWrittenValue) {
   ASSERT_EQ(::write(go[1], "gg", 2), 2);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const pid_t reaped = std::exchange(pid, -1);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  sim_.engine().threadExited(pid);  // what the fs's thread watcher says
+  sim_.engine().threadExited(reaped);  // what the fs's thread watcher says
   StateInfo i = waitState([](const StateInfo& s) { return s.state == State::Unloaded; });
   EXPECT_EQ(i.merged, 2u);
   EXPECT_TRUE(i.exited);
