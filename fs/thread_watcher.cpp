@@ -37,9 +37,22 @@ pid_t processOf(pid_t tid) {
   return 0;
 }
 
+// How often a thread watched through its process's pidfd is looked for.
+constexpr int kPollMs = 100;
+
 }  // namespace
 
-ThreadWatcher::ThreadWatcher(ExitFn on_exit) : on_exit_(std::move(on_exit)) {
+ThreadWatcher::ThreadWatcher(ExitFn on_exit, bool thread_pidfds)
+    : on_exit_(std::move(on_exit)), thread_pidfds_(thread_pidfds) {
+  // Where the kernel has no thread pidfds, the watcher's thread wakes every
+  // kPollMs to look for the threads it cannot wait on.
+  if (thread_pidfds_) {
+    int probe = pidfdOpen(static_cast<pid_t>(syscall(SYS_gettid)), kPidfdThread);
+    if (probe >= 0) close(probe);
+    poll_ms_ = probe >= 0 ? -1 : kPollMs;
+  } else {
+    poll_ms_ = kPollMs;
+  }
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epoll_event ev{};
@@ -64,18 +77,22 @@ void ThreadWatcher::stop() {
   thread_.join();
 }
 
-int ThreadWatcher::openPidfd(pid_t tid) {
-  int fd = pidfdOpen(tid, kPidfdThread);
-  if (fd >= 0 || errno != EINVAL) return fd;
+int ThreadWatcher::openPidfd(pid_t tid, pid_t& polled_tgid) const {
+  polled_tgid = 0;
+  if (thread_pidfds_) {
+    int fd = pidfdOpen(tid, kPidfdThread);
+    if (fd >= 0 || errno != EINVAL) return fd;
+  }
   // Before Linux 6.9 a pidfd names a whole process: exact for a process's
-  // main thread; for another thread, the process's exit is the best we get
-  // without polling (docs/pfmfsd.8.md).
+  // main thread; another thread is looked for as well (run()).
   pid_t tgid = processOf(tid);
   if (tgid == 0) {
     errno = ESRCH;
     return -1;
   }
-  return pidfdOpen(tgid, 0);
+  int fd = pidfdOpen(tgid, 0);
+  if (fd >= 0 && tgid != tid) polled_tgid = tgid;
+  return fd;
 }
 
 void ThreadWatcher::watch(pid_t tid) {
@@ -86,13 +103,14 @@ void ThreadWatcher::watch(pid_t tid) {
       ++it->second.refs;
       return;
     }
-    int fd = openPidfd(tid);
+    pid_t polled_tgid = 0;
+    int fd = openPidfd(tid, polled_tgid);
     if (fd >= 0) {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.u64 = static_cast<std::uint64_t>(tid);
       epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-      entries_[tid] = Entry{fd, 1};
+      entries_[tid] = Entry{fd, 1, polled_tgid};
       return;
     }
     if (errno != ESRCH) {
@@ -117,14 +135,43 @@ std::size_t ThreadWatcher::watched() const {
   return entries_.size();
 }
 
+std::vector<pid_t> ThreadWatcher::takeGoneLocked() {
+  std::vector<pid_t> gone;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const Entry& e = it->second;
+    // Signal 0 to that thread of that process: ESRCH once it has exited
+    // (EPERM says it is there).
+    if (e.polled_tgid != 0 && syscall(SYS_tgkill, e.polled_tgid, it->first, 0) != 0 && errno == ESRCH) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, e.fd, nullptr);
+      close(e.fd);
+      gone.push_back(it->first);
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return gone;
+}
+
 void ThreadWatcher::run() {
   for (;;) {
     epoll_event events[16];
-    int n = epoll_wait(epoll_fd_, events, 16, -1);
+    int n = epoll_wait(epoll_fd_, events, 16, poll_ms_);
     if (n < 0) {
       if (errno == EINTR) continue;
       log(LogLevel::Error, "thread watcher: epoll_wait failed (errno {})", errno);
       return;
+    }
+    if (poll_ms_ >= 0) {
+      std::vector<pid_t> gone;
+      {
+        std::lock_guard lock(mutex_);
+        gone = takeGoneLocked();
+      }
+      for (pid_t tid : gone) {
+        log(LogLevel::Debug, "thread {} exited (its process lives on)", tid);
+        on_exit_(tid);
+      }
     }
     for (int i = 0; i < n; ++i) {
       if (events[i].data.u64 == UINT64_MAX) return;

@@ -1,6 +1,9 @@
-// Learns when a monitored thread exits, without polling /proc: one pidfd per
-// watched thread (PIDFD_THREAD where the kernel has it) in an epoll set, and
-// one thread that waits on it and reports each exit once.
+// Learns when a monitored thread exits: one pidfd per watched thread
+// (PIDFD_THREAD, Linux 6.9) in an epoll set, and one thread that waits on it
+// and reports each exit once. Before 6.9 a pidfd names a whole process:
+// exact for a main thread; another thread is looked for every 100 ms as
+// well (tgkill with signal 0), so that its exit is not missed while its
+// process lives on (Debian 12's kernel is 6.1).
 #pragma once
 
 #include <sys/types.h>
@@ -9,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "pmu/result.h"
 
@@ -19,8 +23,9 @@ class ThreadWatcher {
   using ExitFn = std::function<void(pid_t tid)>;
 
   // `on_exit` runs on the watcher's thread (or in watch() for a thread that is
-  // already gone) with no watcher lock held.
-  explicit ThreadWatcher(ExitFn on_exit);
+  // already gone) with no watcher lock held. thread_pidfds = false behaves
+  // as on a kernel without PIDFD_THREAD (for tests on a newer one).
+  explicit ThreadWatcher(ExitFn on_exit, bool thread_pidfds = true);
   ~ThreadWatcher();  // stop()
   ThreadWatcher(const ThreadWatcher&) = delete;
   ThreadWatcher& operator=(const ThreadWatcher&) = delete;
@@ -39,11 +44,15 @@ class ThreadWatcher {
   struct Entry {
     int fd = -1;
     unsigned refs = 0;
+    pid_t polled_tgid = 0;  // fd is its process's: the thread is looked for (tgkill)
   };
-  static int openPidfd(pid_t tid);
+  int openPidfd(pid_t tid, pid_t& polled_tgid) const;
   void run();
+  std::vector<pid_t> takeGoneLocked();  // polled threads that are gone, unwatched
 
   ExitFn on_exit_;
+  const bool thread_pidfds_;
+  int poll_ms_ = -1;  // epoll_wait's timeout: kPollMs where some thread may be polled
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: tells run() to finish
   mutable std::mutex mutex_;  // guards entries_ (a leaf: nothing is called while held)

@@ -476,6 +476,29 @@ class StickyMkdirTest(MountTestCase):
         os.close(fd)
         self.assertTrue(waitFor(lambda: not os.path.exists(path)))
 
+    def test_a_thread_that_made_it_exits_while_its_process_lives(self):
+        # Not the main thread, and alive a while after its mkdir: the daemon
+        # watches it before it exits. Before Linux 6.9 (the QEMU guest's
+        # Debian 6.1) there is no pidfd for it alone, and the session stayed
+        # until the process ended.
+        name = self.name()
+        path = self.m.path('sessions', name)
+        made, leave = threading.Event(), threading.Event()
+
+        def maker():
+            os.mkdir(path, 0o1700)
+            made.set()
+            leave.wait(WAIT_S)
+
+        t = threading.Thread(target=maker)
+        t.start()
+        self.assertTrue(made.wait(WAIT_S))
+        time.sleep(0.2)  # the daemon has long had it watched
+        self.assertTrue(os.path.isdir(path))
+        leave.set()
+        t.join()
+        self.assertTrue(waitFor(lambda: not os.path.exists(path)), 'the session outlived the thread that made it')
+
     def test_open_by_the_creator_binds_it_to_the_handle(self):
         name = self.name()
         path = self.m.path('sessions', name)
