@@ -27,6 +27,7 @@
 #include "pmu/perf/perf_event.h"
 #include "pmu/perf/perf_models.h"
 #include "tests/support/cpu_time.h"
+#include "tests/support/software_count.h"
 #include "tests/support/task_clock.h"
 #include "tests/support/worker_thread.h"
 
@@ -131,40 +132,22 @@ Target thread(pid_t tid) { return Target{TargetKind::Thread, tid}; }
 // counts exactly that where the test enables and disables it between touches.
 class Touch {
  public:
-  explicit Touch(Worker& w) : w_(w) {
-    perf_event_attr a{};
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_PAGE_FAULTS;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    fd_ = static_cast<int>(::syscall(SYS_perf_event_open, &a, w.tid(), -1, -1, PERF_FLAG_FD_CLOEXEC));
-    EXPECT_GE(fd_, 0) << "perf_event_open: " << std::strerror(errno);
+  explicit Touch(Worker& w) : w_(w), faults_(w.tid(), kPageFaults, false) {
+    EXPECT_TRUE(faults_.ok()) << "perf_event_open: " << std::strerror(errno);
   }
-  ~Touch() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Touch(const Touch&) = delete;
-  Touch& operator=(const Touch&) = delete;
 
   std::uint64_t operator()(std::size_t n) {
-    const std::uint64_t before = faults();
+    const std::uint64_t before = faults_.value();
     w_.run([n] { touchPages(n); });
     EXPECT_TRUE(pfmfs::testing::waitOffCpu(w_.tid())) << "the worker sleeps between jobs";
-    const std::uint64_t taken = faults() - before;
+    const std::uint64_t taken = faults_.value() - before;
     EXPECT_GE(taken, n);
     return taken;
   }
 
  private:
-  std::uint64_t faults() const {
-    std::uint64_t v = 0;
-    EXPECT_EQ(::read(fd_, &v, sizeof v), static_cast<ssize_t>(sizeof v));
-    return v;
-  }
-
   Worker& w_;
-  int fd_ = -1;
+  const pfmfs::testing::SoftwareCount faults_;
 };
 
 // ---- descriptions and mappings --------------------------------------------------

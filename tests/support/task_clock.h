@@ -10,51 +10,19 @@
 #pragma once
 
 #include <linux/perf_event.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
-#include <unistd.h>
 
 #include <cstdint>
 
+#include "tests/support/software_count.h"
+
 namespace pfmfs::testing {
 
-// One task-clock event on thread `tid` (0: the calling thread), counting from
-// its opening; `inherit`: with the copies that every thread and process it
-// creates from then on carries, and theirs: each copy counts its thread from
-// its creation to its exit, and adds that to this event when the thread
-// exits (before it is a zombie or gone from /proc).
-class TaskClock {
+// The task-clock of thread `tid`, in ns.
+class TaskClock : public SoftwareCount {
  public:
-  TaskClock(pid_t tid, bool inherit) {
-    perf_event_attr a{};
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    // As pmu/perf/task_tracker.cpp's tree event: task-clock counts the whole
-    // time on a CPU whatever exclude_kernel says; user level only keeps it
-    // within perf_event_paranoid 2.
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    a.inherit = inherit ? 1 : 0;
-    fd_ = static_cast<int>(::syscall(SYS_perf_event_open, &a, tid, -1, -1, 0));
-  }
-  ~TaskClock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  TaskClock(const TaskClock&) = delete;
-  TaskClock& operator=(const TaskClock&) = delete;
-
-  bool ok() const { return fd_ >= 0; }
-  // ns counted so far (with inherit: and by the copies, exited or not); false
-  // if it cannot be read.
-  bool read(std::uint64_t& ns) const { return ::read(fd_, &ns, sizeof ns) == static_cast<ssize_t>(sizeof ns); }
-  std::uint64_t ns() const {
-    std::uint64_t v = 0;
-    return read(v) ? v : 0;
-  }
-
- private:
-  int fd_ = -1;
+  TaskClock(pid_t tid, bool inherit) : SoftwareCount(tid, PERF_COUNT_SW_TASK_CLOCK, inherit) {}
+  std::uint64_t ns() const { return value(); }
 };
 
 // The task-clock of the threads and processes that thread `tid` creates from
