@@ -453,24 +453,34 @@ class StickyMkdirTest(MountTestCase):
             p.wait()
         self.assertTrue(waitFor(lambda: not os.path.exists(path)))
 
+    def makerThread(self, path):
+        """A thread of this process that makes the session at `path` (mkdir
+        01700) and lives on until the returned function is called, which
+        ends it and waits for it."""
+        made, leave = threading.Event(), threading.Event()
+
+        def maker():
+            os.mkdir(path, 0o1700)
+            made.set()
+            leave.wait(WAIT_S)
+
+        t = threading.Thread(target=maker)
+        t.start()
+        self.assertTrue(made.wait(WAIT_S))
+
+        def end():
+            leave.set()
+            t.join()
+        return end
+
     def test_an_open_message_file_outlives_the_creating_thread(self):
         # Another thread makes the session and waits; this one opens msg;
         # then the maker exits: the handle, not the maker, holds it now.
         name = self.name()
         path = self.m.path('sessions', name)
-        made, opened = threading.Event(), threading.Event()
-
-        def maker():
-            os.mkdir(path, 0o1700)
-            made.set()
-            opened.wait(WAIT_S)
-
-        t = threading.Thread(target=maker)
-        t.start()
-        self.assertTrue(made.wait(WAIT_S))
+        end = self.makerThread(path)
         fd = os.open(os.path.join(path, 'msg'), os.O_RDONLY)
-        opened.set()
-        t.join()
+        end()
         self.watcherBarrier()  # whatever the maker's exit could do is done
         self.assertTrue(os.path.isdir(path))  # held by the handle, not by its creator
         os.close(fd)
@@ -483,20 +493,10 @@ class StickyMkdirTest(MountTestCase):
         # until the process ended.
         name = self.name()
         path = self.m.path('sessions', name)
-        made, leave = threading.Event(), threading.Event()
-
-        def maker():
-            os.mkdir(path, 0o1700)
-            made.set()
-            leave.wait(WAIT_S)
-
-        t = threading.Thread(target=maker)
-        t.start()
-        self.assertTrue(made.wait(WAIT_S))
+        end = self.makerThread(path)
         time.sleep(0.2)  # the daemon has long had it watched
         self.assertTrue(os.path.isdir(path))
-        leave.set()
-        t.join()
+        end()
         self.assertTrue(waitFor(lambda: not os.path.exists(path)), 'the session outlived the thread that made it')
 
     def test_open_by_the_creator_binds_it_to_the_handle(self):
