@@ -31,6 +31,7 @@
 #include "fs/fastpath_server.h"
 #include "fs/filesystem.h"
 #include "fs/log.h"
+#include "fs/request_loop.h"
 #include "fs/stop_signals.h"
 #include "fs/thread_watcher.h"
 #include "fs/unmount_keeper.h"
@@ -240,27 +241,6 @@ class Background {
   int ready_fd_ = -1;
 };
 
-// Requests the kernel sent before the loop ended that no worker took (a
-// read of `messages` begun just before the signal, say) would fail with
-// ECONNABORTED at the unmount. They are answered now, against the
-// destroyed sessions: a read of messages gets its end of file, as pfmfsd(8)
-// promises, anything else what a gone session gives. Only what is queued
-// already, and at most a bounded number, so that a client cannot hold the
-// exit.
-void answerLeftRequests(fuse_session* se) {
-  const int fd = fuse_session_fd(se);
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return;
-  fuse_session_reset(se);  // an exited session drops what it receives
-  fuse_buf buf{};
-  for (int i = 0; i < 1000; ++i) {
-    if (fuse_session_receive_buf(se, &buf) <= 0) break;  // -EAGAIN: none left
-    fuse_session_process_buf(se, &buf);
-  }
-  std::free(buf.mem);
-  fuse_session_exit(se);
-}
-
 int serve(DaemonOptions& o) {
   // mount(8)'s options that mean nothing here (-o nofail,_netdev, ...): said
   // at debug level, so that a mount through fstab stays quiet.
@@ -272,6 +252,7 @@ int serve(DaemonOptions& o) {
   // StopSignals' thread takes them (stop_signals.h). A client gone from a
   // pipe or socket is an error of that write, not an end.
   StopSignals::blockInThisThread();
+  RequestLoop::blockWakeSignal();
   ::signal(SIGPIPE, SIG_IGN);
   raiseFileLimit();
   auto backend = makeBackend(o);
@@ -341,23 +322,16 @@ int serve(DaemonOptions& o) {
   log(LogLevel::Info, "mounted on {} with the {} backend ({})", o.mountpoint, backend_name,
       (*backend)->description().model);
 
+  RequestLoop loop(se);
   // SIGINT, SIGTERM, SIGHUP: every session goes first (blocked readers get
   // their end of file, pfmfsd(8)), then the loop ends and the mount with it.
-  LoopWaker::prepareThisThread();
-  const pthread_t loop_thread = ::pthread_self();
   std::optional<StopSignals> stop_signals;
-  stop_signals.emplace([&filesystem, se, loop_thread](int sig) {
+  stop_signals.emplace([&filesystem, &loop](int sig) {
     log(LogLevel::Info, "SIG{}: destroying {} session(s), then unmounting", sigabbrev_np(sig), filesystem.sessionCount());
     filesystem.shutdown();
-    fuse_session_exit(se);
-    LoopWaker::wake(loop_thread);
+    loop.stop();
   });
-
-  fuse_loop_config* loop = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_clone_fd(loop, 0);
-  fuse_loop_cfg_set_idle_threads(loop, 8);
-  int rc = fuse_session_loop_mt(se, loop);
-  fuse_loop_cfg_destroy(loop);
+  Status served = loop.run();
   stop_signals.reset();  // joined: a stop under way has ended
 
   log(LogLevel::Info, "stopping: unloading {} session(s)", filesystem.sessionCount());
@@ -370,12 +344,16 @@ int serve(DaemonOptions& o) {
   engine.shutdown();
   filesystem.shutdown();
   engine.setObserver(nullptr);
-  answerLeftRequests(se);
+  // Requests the kernel sent that no worker took (a read of `messages`
+  // begun just before the signal, say) are answered now, against the
+  // destroyed sessions: that read gets its end of file, as pfmfsd(8)
+  // promises, instead of ECONNABORTED from the unmount.
+  loop.drain();
   raiseCapability(CAP_SYS_ADMIN);
   fuse_session_unmount(se);
   fuse_session_destroy(se);
-  if (rc != 0) {
-    log(LogLevel::Error, "session loop failed ({})", rc);
+  if (!served) {
+    log(LogLevel::Error, "session loop failed: {}", served.error().reason);
     return 1;
   }
   return 0;

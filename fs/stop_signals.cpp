@@ -17,8 +17,6 @@ sigset_t stopping() {
   return s;
 }
 
-void nothing(int) {}
-
 }  // namespace
 
 void StopSignals::blockInThisThread() {
@@ -49,18 +47,5 @@ void StopSignals::run() {
     return;  // once: the daemon is on its way out; more signals change nothing
   }
 }
-
-void LoopWaker::prepareThisThread() {
-  struct sigaction sa {};
-  sa.sa_handler = nothing;  // no SA_RESTART: the semaphore's wait returns EINTR
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGUSR1, &sa, nullptr);
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, SIGUSR1);
-  pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
-}
-
-void LoopWaker::wake(pthread_t loop_thread) { pthread_kill(loop_thread, SIGUSR1); }
 
 }  // namespace pfmfs::fs

@@ -2,15 +2,12 @@
 // session is destroyed first, so that readers blocked on `messages` get
 // their end of file (pfmfsd(8)), and only then does the FUSE loop end.
 //
-// libfuse's own handlers end the loop at once by a flag, and a worker that
-// has just taken a request from /dev/fuse when the flag is set drops it:
-// the read it carried then failed with ECONNABORTED at the unmount (under
-// load, seen in 2 of 8 runs on x86). Here every thread blocks the three
-// signals and one thread of ours takes them (sigwaitinfo), so nothing is
-// interrupted at a random point.
+// libfuse's own handlers end the loop at once by a flag, whichever thread
+// the signal interrupts. Here every thread blocks the three signals and one
+// thread of ours takes them (sigwaitinfo), so nothing is interrupted at a
+// random point; it then stops the RequestLoop (request_loop.h), which
+// answers every request it took.
 #pragma once
-
-#include <pthread.h>
 
 #include <atomic>
 #include <functional>
@@ -36,17 +33,6 @@ class StopSignals {
   std::function<void(int)> on_stop_;
   std::atomic<bool> quitting_{false};
   std::thread thread_;
-};
-
-// Ends libfuse's loop from another thread: sets the session's exit flag and
-// interrupts the thread that runs the loop (`loop_thread`, asleep on a
-// semaphore that only a signal or a finished worker wakes).
-class LoopWaker {
- public:
-  // In the loop's thread, before the loop: SIGUSR1 with a handler that does
-  // nothing, unblocked there, so that it interrupts the wait.
-  static void prepareThisThread();
-  static void wake(pthread_t loop_thread);
 };
 
 }  // namespace pfmfs::fs

@@ -1,6 +1,7 @@
 // The floor of the whole-path benchmark: the least a libfuse3 low-level server
-// can do, serving one small file `/value` with pfmfsd's loop (fuse_session_loop_mt,
-// API 3.12, clone_fd 0, 8 idle threads: fs/pfmfsd.cpp) and direct_io. fs_bench
+// can do, serving one small file `/value` with libfuse's own loop
+// (fuse_session_loop_mt, API 3.12, clone_fd 0, 8 idle threads; pfmfsd's
+// fs/request_loop.h waits for requests in read(2) the same way) and direct_io. fs_bench
 // runs it as `floor_fs -f -o default_permissions,timeout=S MOUNT` next to
 // pfmfsd and divides by its times.
 //
