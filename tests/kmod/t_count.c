@@ -161,10 +161,15 @@ static long switches(pid_t tid)
  * the host's load (which stretch the ioctls) only widen the bracket. Above,
  * the interrupts the thread took while loaded count too (KT_IRQ_SHARE).
  */
-static void check_share(const char *who, uint64_t count, const struct share *s)
+static uint64_t switch_slack(const struct share *s)
+{
+	return 20000000ULL + 250000ULL * (uint64_t)(s->sw1 - s->sw0);
+}
+
+static void check_upper(const char *who, uint64_t count, const struct share *s)
 {
 	uint64_t inner = s->i1 - s->i0, outer = s->o1 - s->o0;
-	uint64_t slack = 20000000ULL + 250000ULL * (s->sw1 - s->sw0);
+	uint64_t slack = switch_slack(s);
 
 	kt_log("%s: %llu cycles: %llu ns counted, %llu ns to %llu ns on cpu, %ld switches",
 	       who, (unsigned long long)count, (unsigned long long)count / 3,
@@ -172,10 +177,19 @@ static void check_share(const char *who, uint64_t count, const struct share *s)
 	       s->sw1 - s->sw0);
 	CHECK(count % 3 == 0, "%s: %llu cycles, not a multiple of 3", who,
 	      (unsigned long long)count);
-	CHECK(count / 3 + slack >= inner && count / 3 <= outer + KT_IRQ_SHARE(outer) + slack,
-	      "%s: counted %llu ns, ran between %llu and %llu ns (slack %llu)", who,
-	      (unsigned long long)(count / 3), (unsigned long long)inner,
-	      (unsigned long long)outer, (unsigned long long)slack);
+	CHECK(count / 3 <= outer + KT_IRQ_SHARE(outer) + slack,
+	      "%s: counted %llu ns, ran at most %llu ns (slack %llu)", who,
+	      (unsigned long long)(count / 3), (unsigned long long)outer,
+	      (unsigned long long)slack);
+}
+
+static void check_share(const char *who, uint64_t count, const struct share *s)
+{
+	uint64_t inner = s->i1 - s->i0, slack = switch_slack(s);
+
+	check_upper(who, count, s);
+	CHECK(count / 3 + slack >= inner, "%s: counted %llu ns, ran at least %llu ns (slack %llu)", who,
+	      (unsigned long long)(count / 3), (unsigned long long)inner, (unsigned long long)slack);
 }
 
 void t_busy_sleep(void)
@@ -208,7 +222,16 @@ void t_busy_sleep(void)
 	sb.sw1 = switches(busy.tid);
 	ss.sw1 = switches(sleeper.tid);
 	check_share("busy", cb, &sb);
-	check_share("sleeper", cs, &ss);
+	/* The sleeper wakes every 20 ms, and its time on the CPU is mostly its
+	 * switch paths, whose part around the probe is on its clock but not
+	 * counted. When the host deschedules the VM there, the guest's clock
+	 * runs on for the sleeper: with the host busy, 200.6 ms on CPU over 59
+	 * switches was seen, 24.8 ms of it counted. A lower bound on its count
+	 * would measure the host's load; the busy thread's, which runs its own
+	 * code, holds that one. The sleeper counted while it ran, and never
+	 * more than it ran. */
+	check_upper("sleeper", cs, &ss);
+	CHECK(cs > 0, "the sleeper ran %ld times and counted nothing", ss.sw1 - ss.sw0);
 	CHECK(cb > 3ULL * 500000000, "busy counted %llu: under half its 1.5 s",
 	      (unsigned long long)cb);
 	/* The sleeper ran for microseconds at a time: about 0. */
