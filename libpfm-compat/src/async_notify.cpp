@@ -93,11 +93,21 @@ void handleEvent(uint64_t key, uint32_t events) {
   queueRequest(SignalRequest{fd, owner.type, owner.pid, sig, nullptr});
 }
 
+// How long the watcher sleeps in the kernel at most. While epoll polls a
+// context's msg file it holds a reference to it (a recent kernel: 6.18); if the
+// program closes the descriptor then, that reference is the last, and the
+// kernel runs the file's release, which is what ends the session
+// (autoclose), only once this thread returns to user space. A wake-up that
+// reports nothing (the file no longer ready) does not return: without a
+// bound, the session lived on until the next message of another context
+// (seen: ptrace_child's closed session still there after 20 s).
+constexpr int kWatchTimeoutMs = 100;
+
 void* watcherMain(void* arg) {
   const int epfd = int(reinterpret_cast<intptr_t>(arg));
   struct epoll_event events[32];
   for (;;) {
-    int n = epoll_wait(epfd, events, 32, -1);
+    int n = epoll_wait(epfd, events, 32, kWatchTimeoutMs);
     if (n < 0) {
       if (errno == EINTR) continue;
       return nullptr;
