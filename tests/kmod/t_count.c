@@ -207,85 +207,114 @@ static uint64_t switch_cost(const struct share *s, uint64_t count)
 	return each > SWITCH_NS ? each : SWITCH_NS;
 }
 
+/* Counting a thread's cycles over a window, with its CPU time around. */
+static void window_open(int fd, pid_t tid, struct share *s)
+{
+	s->sw0 = switches(tid);
+	s->o0 = kt_cputime(tid);
+	count_cycles(fd, tid);
+	s->i0 = kt_cputime(tid);
+}
+
+static uint64_t window_close(int fd, pid_t tid, struct share *s)
+{
+	uint64_t n;
+
+	s->i1 = kt_cputime(tid);
+	n = stop_cycles(fd, tid);
+	s->o1 = kt_cputime(tid);
+	s->sw1 = switches(tid);
+	return n;
+}
+
+/*
+ * A sleeper on `cpu`, counted over the same window as the spinners beside
+ * it: what it loses per switch is what a switch costs uncounted there, under
+ * the host's load of the moment (t_busy_sleep says why). Its own checks:
+ * never more than it ran, and something.
+ */
+struct gauge {
+	struct kt_thread t;
+	struct share s;
+	uint64_t count;
+};
+
+static void gauge_start(int fd, struct gauge *g, int cpu)
+{
+	kt_thread_start(&g->t, KT_SLEEP, cpu);
+	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, g->t.tid));
+	window_open(fd, g->t.tid, &g->s);
+}
+
+static uint64_t gauge_stop(int fd, struct gauge *g, const char *who)
+{
+	g->count = window_close(fd, g->t.tid, &g->s);
+	check_upper(who, g->count, &g->s);
+	CHECK(g->count > 0, "%s ran %ld times and counted nothing", who, g->s.sw1 - g->s.sw0);
+	kt_thread_stop(&g->t);
+	return switch_cost(&g->s, g->count);
+}
+
 void t_busy_sleep(void)
 {
-	struct kt_thread busy, sleeper;
-	struct share sb, ss;
-	uint64_t cb, cs;
+	struct kt_thread busy;
+	struct gauge sleeper;
+	struct share sb;
+	uint64_t cb, cost;
 	int fd = kt_open();
 
 	kt_pin(0);
 	kt_thread_start(&busy, KT_SPIN, 1);
-	kt_thread_start(&sleeper, KT_SLEEP, 1);
 	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, busy.tid));
-	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, sleeper.tid));
-	sb.sw0 = switches(busy.tid);
-	ss.sw0 = switches(sleeper.tid);
-	sb.o0 = kt_cputime(busy.tid);
-	count_cycles(fd, busy.tid);
-	sb.i0 = kt_cputime(busy.tid);
-	ss.o0 = kt_cputime(sleeper.tid);
-	count_cycles(fd, sleeper.tid);
-	ss.i0 = kt_cputime(sleeper.tid);
+	gauge_start(fd, &sleeper, 1);
+	window_open(fd, busy.tid, &sb);
 	kt_sleep_ms(1500);
-	sb.i1 = kt_cputime(busy.tid);
-	cb = stop_cycles(fd, busy.tid);
-	sb.o1 = kt_cputime(busy.tid);
-	ss.i1 = kt_cputime(sleeper.tid);
-	cs = stop_cycles(fd, sleeper.tid);
-	ss.o1 = kt_cputime(sleeper.tid);
-	sb.sw1 = switches(busy.tid);
-	ss.sw1 = switches(sleeper.tid);
+	cb = window_close(fd, busy.tid, &sb);
 	/* The sleeper wakes every 20 ms, and its time on the CPU is mostly its
 	 * switch paths, whose part around the probe is on its clock but not
 	 * counted. When the host deschedules the VM there, the guest's clock
-	 * runs on uncounted: with the host busy, the sleeper was seen 200.6 ms
-	 * on CPU over 59 switches with 24.8 ms counted (an idle host: 11.2 and
-	 * 7.2 ms), and the busy thread 36.7 ms short over 60 switches. So a
-	 * lower bound on the sleeper's count would measure the host's load;
-	 * instead what it lost per switch, in this same window, is what the
-	 * busy thread may lose per switch (never less than SWITCH_NS). The
-	 * sleeper counted while it ran, and never more than it ran. */
-	check_upper("sleeper", cs, &ss);
-	CHECK(cs > 0, "the sleeper ran %ld times and counted nothing", ss.sw1 - ss.sw0);
-	check_share("busy", cb, &sb, switch_cost(&ss, cs));
+	 * runs on uncounted: with the host busy, the sleeper
+	 * was seen 200.6 ms on CPU over 59 switches with 24.8 ms counted (an
+	 * idle host: 11.2 and 7.2 ms), the busy thread 36.7 ms short over 60
+	 * switches, and a spinner sharing its CPU 107 ms short over about 46.
+	 * So a lower bound on the sleeper's count would measure the host's
+	 * load; instead what it lost per switch, in this same window, is what
+	 * a thread beside it may lose per switch (never less than SWITCH_NS). */
+	cost = gauge_stop(fd, &sleeper, "sleeper");
+	check_share("busy", cb, &sb, cost);
 	CHECK(cb > 3ULL * 500000000, "busy counted %llu: under half its 1.5 s",
 	      (unsigned long long)cb);
 	/* The sleeper ran for microseconds at a time: about 0. */
-	CHECK(cs < cb / 20, "sleeper counted %llu, busy %llu", (unsigned long long)cs,
-	      (unsigned long long)cb);
+	CHECK(sleeper.count < cb / 20, "sleeper counted %llu, busy %llu",
+	      (unsigned long long)sleeper.count, (unsigned long long)cb);
 	CHECK(kt_stats(fd).switch_ins > 0, "no switch-in");
 	kt_thread_stop(&busy);
-	kt_thread_stop(&sleeper);
 	close(fd);
 }
 
 void t_two_cpus(void)
 {
 	struct kt_thread t[2];
+	struct gauge g[2];
 	struct share s[2];
-	uint64_t n[2];
+	uint64_t n[2], cost[2];
 	int fd = kt_open(), i;
 
 	for (i = 0; i < 2; i++) {
 		kt_thread_start(&t[i], KT_SPIN, i);
 		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, t[i].tid));
 	}
-	for (i = 0; i < 2; i++) {
-		s[i].sw0 = switches(t[i].tid);
-		s[i].o0 = kt_cputime(t[i].tid);
-		count_cycles(fd, t[i].tid);
-		s[i].i0 = kt_cputime(t[i].tid);
-	}
+	for (i = 0; i < 2; i++)
+		gauge_start(fd, &g[i], i);
+	for (i = 0; i < 2; i++)
+		window_open(fd, t[i].tid, &s[i]);
 	kt_sleep_ms(1500);
-	for (i = 0; i < 2; i++) {
-		s[i].i1 = kt_cputime(t[i].tid);
-		n[i] = stop_cycles(fd, t[i].tid);
-		s[i].o1 = kt_cputime(t[i].tid);
-		s[i].sw1 = switches(t[i].tid);
-	}
-	check_share("cpu 0 spinner", n[0], &s[0], SWITCH_NS);
-	check_share("cpu 1 spinner", n[1], &s[1], SWITCH_NS);
+	for (i = 0; i < 2; i++)
+		n[i] = window_close(fd, t[i].tid, &s[i]);
+	cost[0] = gauge_stop(fd, &g[0], "cpu 0 sleeper");
+	cost[1] = gauge_stop(fd, &g[1], "cpu 1 sleeper");
+	check_share("cpu 0 spinner", n[0], &s[0], cost[0]);
+	check_share("cpu 1 spinner", n[1], &s[1], cost[1]);
 	for (i = 0; i < 2; i++)
 		CHECK(n[i] > 3ULL * 300000000, "spinner %d counted %llu", i,
 		      (unsigned long long)n[i]);
@@ -303,8 +332,9 @@ void t_two_cpus(void)
 void t_shared_cpu(void)
 {
 	struct kt_thread t[2];
+	struct gauge g;
 	struct share s[2];
-	uint64_t n[2], w0, w1;
+	uint64_t n[2], w0, w1, cost;
 	int fd = kt_open(), i;
 
 	kt_pin(0);
@@ -312,23 +342,17 @@ void t_shared_cpu(void)
 		kt_thread_start(&t[i], KT_SPIN, 1);
 		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, t[i].tid));
 	}
+	gauge_start(fd, &g, 1);
 	w0 = kt_now();
-	for (i = 0; i < 2; i++) {
-		s[i].sw0 = switches(t[i].tid);
-		s[i].o0 = kt_cputime(t[i].tid);
-		count_cycles(fd, t[i].tid);
-		s[i].i0 = kt_cputime(t[i].tid);
-	}
+	for (i = 0; i < 2; i++)
+		window_open(fd, t[i].tid, &s[i]);
 	kt_sleep_ms(1500);
-	for (i = 0; i < 2; i++) {
-		s[i].i1 = kt_cputime(t[i].tid);
-		n[i] = stop_cycles(fd, t[i].tid);
-		s[i].o1 = kt_cputime(t[i].tid);
-		s[i].sw1 = switches(t[i].tid);
-	}
+	for (i = 0; i < 2; i++)
+		n[i] = window_close(fd, t[i].tid, &s[i]);
 	w1 = kt_now();
-	check_share("first spinner on cpu 1", n[0], &s[0], SWITCH_NS);
-	check_share("second spinner on cpu 1", n[1], &s[1], SWITCH_NS);
+	cost = gauge_stop(fd, &g, "sleeper on cpu 1");
+	check_share("first spinner on cpu 1", n[0], &s[0], cost);
+	check_share("second spinner on cpu 1", n[1], &s[1], cost);
 	/* CFS gives each about half of the 1.5 s: a quarter at least. */
 	for (i = 0; i < 2; i++)
 		CHECK(n[i] > 3ULL * 375000000, "spinner %d counted %llu: under a quarter of the window",
