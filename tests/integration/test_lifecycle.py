@@ -2,6 +2,7 @@
 # Lifetimes through the mount: the monitored thread exiting, rmdir in every
 # state, autoclose, the limits, and the daemon itself (bad options and mount
 # points exit 2 with one line; SIGTERM, SIGINT and umount exit 0, unmounted).
+import contextlib
 import errno
 import os
 import random
@@ -741,22 +742,45 @@ class DaemonTest(MountTestCase):
         self.activeSession(m)
         m.close(signal.SIGTERM)  # asserts exit 0 and unmounted
 
-    def test_sigint_with_a_blocked_reader(self):
-        m = self.startMount()
+    @contextlib.contextmanager
+    def blockedReader(self, m):
+        """An active session of m and a Reader asleep in a read of its msg
+        file, waiting in the kernel for the daemon's answer."""
         s = self.activeSession(m)
         fd = os.open(s.path('msg'), os.O_RDONLY)
         reader = Reader(fd, 64)
         reader.start()
         try:
-            waitReading(reader)  # it waits in the kernel for the daemon's answer
-            m.close(signal.SIGINT)
-            self.assertTrue(reader.finished(), 'a blocked read outlived the daemon')
-            self.assertEqual((reader.result, reader.error), (b'', None))  # end of file
+            waitReading(reader)
+            yield s, reader
         finally:
             try:
                 os.close(fd)
             except OSError as e:  # the connection is gone: the kernel cannot flush
                 self.assertEqual(e.errno, errno.ENOTCONN)
+
+    def closeGivingEndOfFile(self, m, sig, reader):
+        m.close(sig)  # asserts exit 0 and unmounted
+        self.assertTrue(reader.finished(), 'a blocked read outlived the daemon')
+        self.assertEqual((reader.result, reader.error), (b'', None))  # end of file
+
+    def test_sigint_with_a_blocked_reader(self):
+        m = self.startMount()
+        with self.blockedReader(m) as (_, reader):
+            self.closeGivingEndOfFile(m, signal.SIGINT, reader)
+
+    def test_sigusr1_from_outside_changes_nothing(self):
+        # SIGUSR1 ends the FUSE workers' wait when pfmfsd stops (pfmfsd(8)):
+        # sent by anyone else it must neither stop pfmfsd nor fail a request.
+        m = self.startMount()
+        with self.blockedReader(m) as (s, reader):
+            before = s.state()
+            for _ in range(20):
+                m.sendSignal(signal.SIGUSR1)
+            self.assertEqual(s.state(), before)  # and it still answers
+            self.assertTrue(reader.is_alive(), 'SIGUSR1 ended a blocked read')
+            self.assertIsNone(m.proc.poll())
+            self.closeGivingEndOfFile(m, signal.SIGTERM, reader)
 
     def test_sigkill_leaves_no_mount_behind(self):
         # auto_unmount: fusermount3 unmounts when the daemon dies, however.
