@@ -7,7 +7,7 @@ import re
 
 import pfmfs_mount
 from pfmfs_mount import PMU, Mount, MountTestCase
-from test_fastpath import ask
+from test_fastpath import PATIENT, ask
 
 SESSIONS = 2000
 # The bound pfmfs(5) promises per removed session the kernel still holds
@@ -35,6 +35,8 @@ def sanitizerFactor(pid):
 
 
 class RemovedSessionTest(MountTestCase):
+
+    mount_args = PATIENT
 
     @classmethod
     def setUpClass(cls):
