@@ -9,28 +9,18 @@
 #include <cerrno>
 #include <string>
 
+#include "pmu/backend_registry.h"
 #include "pmu/host_info.h"
 
 namespace pfmfs::fs {
 
 std::vector<int> capabilitiesNeeded(const std::string& backend) {
-  // The sim backend counts from world-readable /proc files, but watches a
-  // loaded thread with a perf dummy event (its end and set-id execs) and
-  // follows its children (flags inherit) with perf's task records: the kernel
-  // gives those on another user's thread, or on a root process (whose
-  // capabilities a capability-less daemon does not hold), only with
-  // CAP_SYS_PTRACE, and where perf_event_paranoid is 3 only with
-  // CAP_PERFMON. (pfmfsd keeps CAP_SYS_ADMIN dormant for every backend, to
-  // unmount at exit: that is dropCapabilities' `dormant`, not this list.)
-  if (backend == "sim") return {CAP_PERFMON, CAP_SYS_PTRACE};
-  // perf: CAP_PERFMON lifts perf_event_paranoid for the daemon (system-wide
-  // events, kernel-level counting, and any counting at all where paranoid is
-  // 3) and CAP_SYS_PTRACE lets it open events on other users' threads. Who
-  // may ask for either is decided by our own checks (pfmfs(5), OWNERSHIP AND PERMISSIONS).
-  if (backend == "perf") return {CAP_PERFMON, CAP_SYS_PTRACE};
-  // x86: the module checks CAP_SYS_RAWIO when its device is opened, which
-  // pfmfsd does before it mounts; the descriptor is all it needs afterwards.
-  return {};
+  // Each backend says which, and why (pmu/*/…_entry.cpp). pfmfsd keeps
+  // CAP_SYS_ADMIN dormant for every backend, to unmount at exit: that is
+  // dropCapabilities' `dormant`, not this list.
+  const pmu::BackendEntry* e = pmu::findBackend(backend);
+  if (!e) return {};
+  return {e->capabilities.begin(), e->capabilities.end()};
 }
 
 Status dropCapabilities(const std::vector<int>& keep, const std::vector<int>& dormant) {

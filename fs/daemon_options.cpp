@@ -14,77 +14,21 @@
 #include <fmt/format.h>
 
 #include "fs/text_format.h"
+#include "pmu/backend_registry.h"
 
 namespace pfmfs::fs {
 
 namespace {
 
-enum class Opt {
-  Pmu,
-  PerfModel,
-  SimClock,
-  SimWidth,
-  SimCounters,
-  SimEvents,
-  SimSkid,
-  Tick,
-  MaxSessions,
-  MaxSets,
-  MaxMessages,
-  FastPathDeadline,
-  AllowKernel,
-  SystemGroup,
-  Help,
-  Version,
-};
+using pmu::OptionSpec;
+using pmu::OptionValue;
+using Kind = OptionSpec::Kind;
 
-struct LongOption {
-  const char* name;  // without the leading "--"
-  Opt opt;
-  bool takes_value;
-  const char* value_name;  // for the help text
-  const char* help;
+// A row of pfmfsd's command line: the option, and where its value goes.
+struct Row {
+  OptionSpec spec;
+  Status (*apply)(DaemonOptions& o, const OptionValue& v);
 };
-
-constexpr LongOption kLongOptions[] = {
-    {"pmu", Opt::Pmu, true, "auto|x86|perf|sim",
-     "backend: x86 (helper module), else perf, else the simulator (auto); or one of them"},
-    {"perf-model", Opt::PerfModel, true, "auto|sw|x86",
-     "perf register model: x86 where the kernel exposes a hardware PMU, else sw (auto)"},
-    {"sim-clock", Opt::SimClock, true, "real|manual",
-     "sim time: real CPU/wall time, or moved only by writes to pmu/sim/advance"},
-    {"sim-width", Opt::SimWidth, true, "W", "sim counter width in bits, 16..64 (default 48)"},
-    {"sim-counters", Opt::SimCounters, true, "N", "sim general counters, 1..8 (default 4)"},
-    {"sim-events", Opt::SimEvents, true, "FILE", "sim event table replacing the default one"},
-    {"sim-skid", Opt::SimSkid, true, "N", "sim overflow interrupts N events after the wrap, 0..32767 (default 0)"},
-    {"tick", Opt::Tick, true, "NS", "engine timer period in ns, >= 1000 (default 1000000)"},
-    {"max-sessions-per-user", Opt::MaxSessions, true, "N", "sessions one uid may create (default 64)"},
-    {"max-sets", Opt::MaxSets, true, "N", "event sets per session, 1..65536 (default 64)"},
-    {"max-messages", Opt::MaxMessages, true, "N", "queued messages per session (default 64)"},
-    {"fastpath-deadline", Opt::FastPathDeadline, true, "MS",
-     "ms a fast-path connection has to send its request, 1..60000 (default 250)"},
-    {"allow-kernel", Opt::AllowKernel, false, nullptr, "let non-root users count at kernel level (the OS bit)"},
-    {"system-group", Opt::SystemGroup, true, "GROUP",
-     "group (name or number) whose members may load system-wide sessions"},
-    {"help", Opt::Help, false, nullptr, "print this help and exit"},
-    {"version", Opt::Version, false, nullptr, "print the version and exit"},
-};
-
-// A count on the command line: decimal or 0x hexadecimal, no sign, no blanks,
-// within [lo, hi].
-Result<std::uint64_t> parseCount(std::string_view option, std::string_view value, std::uint64_t lo,
-                                 std::uint64_t hi) {
-  for (char c : value)
-    if (c == ' ' || c == '\t' || c == '\n' || c == '-' || c == '+')
-      return err(EINVAL, "--{}: '{}' is not a non-negative number", option, printable(value));
-  auto n = parseNumber(value);
-  if (!n) return err(EINVAL, "--{}: {}", option, n.error().reason);
-  if (*n < lo || *n > hi) {
-    if (hi == UINT64_MAX) return err(EINVAL, "--{}: {} is too small (at least {})", option, *n, lo);
-    return err(EINVAL, "--{}: {} is out of range ({}..{})", option, *n, lo, hi);
-  }
-  return *n;
-}
 
 // A group by name, else by number.
 Result<gid_t> lookupGroup(std::string_view value) {
@@ -114,131 +58,126 @@ Result<gid_t> lookupGroup(std::string_view value) {
   return err(EINVAL, "--system-group: unknown group '{}'", printable(value));
 }
 
-// `path` (not empty) as an absolute path: relative ones under the current directory, with
-// "." components and repeated or trailing slashes dropped.
-Result<std::string> absolutePath(std::string_view path) {
-  if (path.empty()) return err(EINVAL, "an empty path");
-  std::string joined;
-  if (path.front() != '/') {
-    std::vector<char> cwd(PATH_MAX);
-    if (!::getcwd(cwd.data(), cwd.size()))
-      return err(EINVAL, "cannot make '{}' absolute: no current directory", printable(path));
-    joined = cwd.data();
-    joined += '/';
-  }
-  joined += path;
-  std::string out;
-  std::size_t i = 0;
-  while (i < joined.size()) {
-    while (i < joined.size() && joined[i] == '/') ++i;
-    std::size_t start = i;
-    while (i < joined.size() && joined[i] != '/') ++i;
-    std::string_view part(joined.data() + start, i - start);
-    if (part.empty() || part == ".") continue;
-    out += '/';
-    out += part;
-  }
-  return out.empty() ? std::string("/") : out;
+// --pmu's words: auto, then the backends in auto's order.
+std::span<const std::string_view> pmuWords() {
+  static const std::vector<std::string_view> words = [] {
+    std::vector<std::string_view> w = {"auto"};
+    for (const pmu::BackendEntry* e : pmu::backendEntries()) w.push_back(e->name);
+    return w;
+  }();
+  return words;
 }
 
-Status applyLong(DaemonOptions& o, const LongOption& lo, std::string_view value) {
-  switch (lo.opt) {
-    case Opt::Pmu:
-      if (value == "auto") o.pmu = PmuChoice::Auto;
-      else if (value == "perf") o.pmu = PmuChoice::Perf;
-      else if (value == "sim") o.pmu = PmuChoice::Sim;
-      else if (value == "x86") o.pmu = PmuChoice::X86;
-      else return err(EINVAL, "--pmu: '{}' is not auto, x86, perf or sim", printable(value));
-      return {};
-    case Opt::PerfModel:
-      if (value == "auto") o.perf_model = PerfModelChoice::Auto;
-      else if (value == "sw") o.perf_model = PerfModelChoice::Software;
-      else if (value == "x86") o.perf_model = PerfModelChoice::X86;
-      else return err(EINVAL, "--perf-model: '{}' is not auto, sw or x86", printable(value));
-      return {};
-    case Opt::SimClock:
-      if (value == "real") o.sim.clock = pmu::ClockKind::Real;
-      else if (value == "manual") o.sim.clock = pmu::ClockKind::Manual;
-      else return err(EINVAL, "--sim-clock: '{}' is not real or manual", printable(value));
-      return {};
-    case Opt::SimWidth: {
-      auto n = parseCount(lo.name, value, 16, 64);
-      if (!n) return n.error();
-      o.sim.shape.width = static_cast<unsigned>(*n);
-      return {};
-    }
-    case Opt::SimCounters: {
-      auto n = parseCount(lo.name, value, 1, 8);
-      if (!n) return n.error();
-      o.sim.shape.general_counters = static_cast<unsigned>(*n);
-      return {};
-    }
-    case Opt::SimEvents: {
-      // Absolute, so that it still names the file after fuse_daemonize's chdir("/").
-      if (value.empty()) return err(EINVAL, "--sim-events: a file name is missing");
-      auto path = absolutePath(value);
-      if (!path) return path.error();
-      o.sim_events_path = *path;
-      return {};
-    }
-    case Opt::SimSkid: {
-      auto n = parseCount(lo.name, value, 0, pmu::sim::kMaxSkid);
-      if (!n) return n.error();
-      o.sim.skid = *n;
-      return {};
-    }
-    case Opt::Tick: {
-      auto n = parseCount(lo.name, value, 1000, UINT64_MAX);
-      if (!n) return n.error();
-      o.engine.tick_ns = *n;
-      return {};
-    }
-    case Opt::MaxSessions: {
-      auto n = parseCount(lo.name, value, 1, UINT_MAX);
-      if (!n) return n.error();
-      o.engine.max_sessions_per_user = static_cast<unsigned>(*n);
-      return {};
-    }
-    case Opt::MaxSets: {
-      auto n = parseCount(lo.name, value, 1, 65536);  // set ids are 0..65535
-      if (!n) return n.error();
-      o.engine.max_sets = static_cast<unsigned>(*n);
-      return {};
-    }
-    case Opt::MaxMessages: {
-      auto n = parseCount(lo.name, value, 1, UINT_MAX);
-      if (!n) return n.error();
-      o.engine.max_messages = static_cast<unsigned>(*n);
-      return {};
-    }
-    case Opt::FastPathDeadline: {
-      auto n = parseCount(lo.name, value, 1, 60000);
-      if (!n) return n.error();
-      o.fastpath_deadline_ms = static_cast<unsigned>(*n);
-      return {};
-    }
-    case Opt::SystemGroup: {
-      auto g = lookupGroup(value);
-      if (!g) return g.error();
-      o.system_group = *g;
-      return {};
-    }
-    case Opt::AllowKernel: o.allow_kernel = true; return {};
-    case Opt::Help: o.help = true; return {};
-    case Opt::Version: o.version = true; return {};
-  }
-  return {};
+Status keepForBackend(DaemonOptions&, const OptionValue&) { return {}; }  // parseDaemonOptions keeps it by name
+
+// Every long option, in --help's order: --pmu, the backends' own, then the
+// engine's and the daemon's.
+const std::vector<Row>& rows() {
+  static const std::vector<Row> table = [] {
+    std::vector<Row> t;
+    t.push_back({{.name = "pmu", .kind = Kind::Word, .value_name = "", .help = "backend: x86 (helper module), else perf, else the "
+                                                             "simulator (auto); or one of them",
+                  .words = pmuWords()},
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   o.pmu = v.text;
+                   return {};
+                 }});
+    for (const pmu::BackendEntry* e : pmu::backendEntries())
+      for (const OptionSpec& spec : e->options) t.push_back({spec, keepForBackend});
+    t.push_back({{.name = "tick", .kind = Kind::Count, .value_name = "NS",
+                  .help = "engine timer period in ns, >= 1000 (default 1000000)", .lo = 1000},
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   o.engine.tick_ns = v.number;
+                   return {};
+                 }});
+    t.push_back({{.name = "max-sessions-per-user", .kind = Kind::Count, .value_name = "N",
+                  .help = "sessions one uid may create (default 64)", .lo = 1, .hi = UINT_MAX},
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   o.engine.max_sessions_per_user = static_cast<unsigned>(v.number);
+                   return {};
+                 }});
+    t.push_back({{.name = "max-sets", .kind = Kind::Count, .value_name = "N",
+                  .help = "event sets per session, 1..65536 (default 64)", .lo = 1, .hi = 65536},  // ids 0..65535
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   o.engine.max_sets = static_cast<unsigned>(v.number);
+                   return {};
+                 }});
+    t.push_back({{.name = "max-messages", .kind = Kind::Count, .value_name = "N",
+                  .help = "queued messages per session (default 64)", .lo = 1, .hi = UINT_MAX},
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   o.engine.max_messages = static_cast<unsigned>(v.number);
+                   return {};
+                 }});
+    t.push_back({{.name = "fastpath-deadline", .kind = Kind::Count, .value_name = "MS",
+                  .help = "ms a fast-path connection has to send its request, 1..60000 (default 250)", .lo = 1,
+                  .hi = 60000},
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   o.fastpath_deadline_ms = static_cast<unsigned>(v.number);
+                   return {};
+                 }});
+    t.push_back({{.name = "allow-kernel", .kind = Kind::Flag, .value_name = "", .help = "let non-root users count at kernel level (the OS bit)"},
+                 [](DaemonOptions& o, const OptionValue&) -> Status {
+                   o.allow_kernel = true;
+                   return {};
+                 }});
+    t.push_back({{.name = "system-group", .kind = Kind::Text, .value_name = "GROUP",
+                  .help = "group (name or number) whose members may load system-wide sessions"},
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   auto g = lookupGroup(v.text);
+                   if (!g) return g.error();
+                   o.system_group = *g;
+                   return {};
+                 }});
+    t.push_back({{.name = "help", .kind = Kind::Flag, .value_name = "", .help = "print this help and exit"},
+                 [](DaemonOptions& o, const OptionValue&) -> Status {
+                   o.help = true;
+                   return {};
+                 }});
+    t.push_back({{.name = "version", .kind = Kind::Flag, .value_name = "", .help = "print the version and exit"},
+                 [](DaemonOptions& o, const OptionValue&) -> Status {
+                   o.version = true;
+                   return {};
+                 }});
+    return t;
+  }();
+  return table;
 }
 
-const LongOption* findLongOption(std::string_view name) {
-  for (const auto& l : kLongOptions)
-    if (name == l.name) return &l;
+const Row* findRow(std::string_view name) {
+  for (const Row& r : rows())
+    if (name == r.spec.name) return &r;
   return nullptr;
 }
 
-bool shapesTheSim(Opt opt) {
-  return opt == Opt::SimClock || opt == Opt::SimWidth || opt == Opt::SimCounters || opt == Opt::SimEvents ||
-         opt == Opt::SimSkid;
+bool takesValue(const Row& r) { return r.spec.kind != Kind::Flag; }
+
+// The value checked against its row, then applied; a backend's option is
+// kept by name for the backend.
+Status applyLong(DaemonOptions& o, const Row& r, std::string_view value) {
+  auto v = pmu::parseOptionValue(r.spec, value);
+  if (!v) return v.error();
+  if (r.apply == keepForBackend) {
+    o.backend_options[std::string(r.spec.name)] = std::move(*v);
+    return {};
+  }
+  return r.apply(o, *v);
+}
+
+// A backend's options given with --pmu naming another backend.
+Status checkBackendOptions(const DaemonOptions& o) {
+  if (o.pmu == "auto") return {};
+  for (const auto& [name, value] : o.backend_options) {
+    const pmu::BackendEntry* owner = pmu::backendOfOption(name);
+    if (!owner || owner->name == o.pmu) continue;
+    std::string list;
+    for (std::size_t i = 0; i < owner->options.size(); ++i) {
+      if (i > 0) list += i + 1 == owner->options.size() ? " and " : ", ";
+      list += fmt::format("--{}", owner->options[i].name);
+    }
+    return err(EINVAL, "{} {} {}: not with --pmu={}", list, owner->options.size() > 1 ? "shape" : "shapes",
+               owner->what, o.pmu);
+  }
+  return {};
 }
 
 // What mount(8) and mount.fuse3 may hand pfmfsd in -o that libfuse would
@@ -301,15 +240,15 @@ Status takeMountOptions(DaemonOptions& o, std::string_view list) {
     std::string name(opt.substr(0, eq));
     for (char& c : name)
       if (c == '_') c = '-';
-    const LongOption* lo = findLongOption(name);
-    if (lo && lo->opt != Opt::Help && lo->opt != Opt::Version) {
-      if (lo->takes_value && eq == std::string_view::npos)
-        return err(EINVAL, "-o {}: needs a value ({}={})", printable(opt), printable(opt), lo->value_name);
-      if (!lo->takes_value && eq != std::string_view::npos)
+    const Row* row = findRow(name);
+    if (row && name != "help" && name != "version") {
+      if (takesValue(*row) && eq == std::string_view::npos)
+        return err(EINVAL, "-o {}: needs a value ({}={})", printable(opt), printable(opt),
+                   pmu::optionValueName(row->spec));
+      if (!takesValue(*row) && eq != std::string_view::npos)
         return err(EINVAL, "-o {}: {} takes no value", printable(opt), printable(opt.substr(0, eq)));
-      if (shapesTheSim(lo->opt)) o.sim_options = true;
       std::string value = eq == std::string_view::npos ? std::string() : unescape(opt.substr(eq + 1));
-      Status st = applyLong(o, *lo, value);
+      Status st = applyLong(o, *row, value);
       if (!st) return st.error();
       continue;
     }
@@ -354,19 +293,19 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
       std::string_view body = arg.substr(2);
       std::size_t eq = body.find('=');
       std::string_view name = body.substr(0, eq);
-      const LongOption* lo = findLongOption(name);
-      if (!lo) return err(EINVAL, "unknown option '--{}' (see --help)", printable(name));
+      const Row* row = findRow(name);
+      if (!row) return err(EINVAL, "unknown option '--{}' (see --help)", printable(name));
       std::string_view value;
-      if (!lo->takes_value) {
-        if (eq != std::string_view::npos) return err(EINVAL, "--{} takes no value", lo->name);
+      if (!takesValue(*row)) {
+        if (eq != std::string_view::npos) return err(EINVAL, "--{} takes no value", row->spec.name);
       } else if (eq != std::string_view::npos) {
         value = body.substr(eq + 1);
       } else {
-        if (i + 1 >= argc || !argv[i + 1]) return err(EINVAL, "--{} needs a value ({})", lo->name, lo->value_name);
+        if (i + 1 >= argc || !argv[i + 1])
+          return err(EINVAL, "--{} needs a value ({})", row->spec.name, pmu::optionValueName(row->spec));
         value = argv[++i];
       }
-      if (shapesTheSim(lo->opt)) o.sim_options = true;
-      Status st = applyLong(o, *lo, value);
+      Status st = applyLong(o, *row, value);
       if (!st) return st.error();
       continue;
     }
@@ -399,8 +338,7 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
     }
   }
 
-  if (o.sim_options && (o.pmu == PmuChoice::Perf || o.pmu == PmuChoice::X86))
-    return err(EINVAL, "--sim-clock, --sim-width, --sim-counters, --sim-events and --sim-skid shape the simulator: not with --pmu={}", o.pmu == PmuChoice::Perf ? "perf" : "x86");
+  if (Status st = checkBackendOptions(o); !st) return st.error();
   if (positionals.size() == 2) o.source = positionals[0];
   if (!positionals.empty()) {
     const std::string& mountpoint = positionals.back();
@@ -410,7 +348,7 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
     // default_permissions, on which every file's access check relies.
     if (mountpoint.rfind("/dev/fd/", 0) == 0)
       return err(EINVAL, "mount point {}: a FUSE descriptor mounted by someone else (mount.fuse3's drop_privileges) is not supported: pfmfsd mounts itself", printable(mountpoint));
-    auto abs = absolutePath(mountpoint);
+    auto abs = pmu::absolutePath(mountpoint);
     if (!abs) return abs.error();
     o.mountpoint = *abs;
   }
@@ -419,17 +357,13 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
 
 std::string usageText() {
   std::string out = "usage: pfmfsd [options] [[SOURCE] MOUNTPOINT]   (default mount point /run/pfmfs; SOURCE is ignored)\n";
-  auto line = [&out](const std::string& left, const char* help) {
+  auto line = [&out](const std::string& left, std::string_view help) {
     out += fmt::format("  {:<32} {}\n", left, help);
   };
   line("-f", "stay in the foreground");
   line("-d", "print FUSE's debug output (implies -f)");
   line("-o OPT[,OPT...]", "mount options, e.g. allow_other; also the long options below: pmu=sim,allow_kernel");
-  for (const auto& l : kLongOptions) {
-    if (l.opt == Opt::Help) line("-h, --help", l.help);
-    else if (l.takes_value) line(fmt::format("--{}={}", l.name, l.value_name), l.help);
-    else line(fmt::format("--{}", l.name), l.help);
-  }
+  for (const Row& r : rows()) line(r.spec.name == "help" ? "-h, --help" : pmu::optionSynopsis(r.spec), r.spec.help);
   return out;
 }
 

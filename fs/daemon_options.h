@@ -15,14 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "pmu/option_spec.h"
 #include "pmu/result.h"
-#include "pmu/sim/sim_backend.h"
 #include "session/engine_options.h"
 
 namespace pfmfs::fs {
-
-enum class PmuChoice { Auto, Sim, Perf, X86 };
-enum class PerfModelChoice { Auto, Software, X86 };
 
 struct DaemonOptions {
   std::string mountpoint = "/run/pfmfs";  // the last positional argument
@@ -31,11 +28,8 @@ struct DaemonOptions {
   bool debug = false;                     // -d: FUSE's debug output, implies -f
   std::vector<std::string> fuse_options;  // for libfuse: each -o argument's options pfmfsd did not take, comma-joined
   std::vector<std::string> ignored_mount_options;  // mount(8)'s options that say nothing to pfmfsd (-o nofail)
-  PmuChoice pmu = PmuChoice::Auto;        // --pmu=auto|x86|perf|sim
-  PerfModelChoice perf_model = PerfModelChoice::Auto;  // --perf-model=auto|sw|x86
-  pmu::sim::SimOptions sim;               // --sim-clock, --sim-width, --sim-counters, --sim-skid
-  std::string sim_events_path;            // --sim-events=FILE (read by the daemon, not here)
-  bool sim_options = false;               // a --sim-* option was given: --pmu=auto means the sim
+  std::string pmu = "auto";               // --pmu=auto or a backend's name (pmu/backend_registry.h)
+  pmu::OptionValues backend_options;      // the backends' own options given (--sim-width, --perf-model)
   session::EngineOptions engine;          // --tick, --max-sessions-per-user, --max-sets, --max-messages
   unsigned fastpath_deadline_ms = 250;    // --fastpath-deadline=MS (FastPathServer::Limits)
   bool allow_kernel = false;              // --allow-kernel
@@ -49,9 +43,10 @@ struct DaemonOptions {
 // every long option but --help and --version as "opt=value" or "flag", with
 // '_' or '-' between words. EINVAL with a one-line reason (naming the
 // option) for an unknown option, a missing or malformed value, a value out of
-// range (--sim-width 16..64, --sim-counters 1..8, --sim-skid 0..32767, --tick
-// >= 1000 ns, the limits >= 1, --fastpath-deadline 1..60000), an unknown group, more than two positional
-// arguments, or a mount point that is a descriptor (/dev/fd/N: mount.fuse3's
+// its row's range (--tick >= 1000 ns, the limits >= 1, --fastpath-deadline
+// 1..60000, and each backend's own), an unknown group, a backend's option
+// with --pmu naming another backend, more than two positional arguments, or
+// a mount point that is a descriptor (/dev/fd/N: mount.fuse3's
 // drop_privileges). Options libfuse may not know are left for it to judge.
 // Relative mount points are made absolute here.
 Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv);

@@ -35,9 +35,7 @@
 #include "fs/stop_signals.h"
 #include "fs/thread_watcher.h"
 #include "fs/unmount_keeper.h"
-#include "pmu/perf/perf_backend.h"
-#include "pmu/sim/sim_backend.h"
-#include "pmu/x86/x86_backend.h"
+#include "pmu/backend_registry.h"
 #include "session/engine.h"
 
 namespace {
@@ -133,52 +131,11 @@ void forwardFuseMessage(fuse_log_level level, const char* fmt, va_list ap) {
       "libfuse: {}", line);
 }
 
-Result<std::unique_ptr<pmu::Backend>> makeSim(DaemonOptions& o) {
-  if (!o.sim_events_path.empty()) {
-    auto events = pmu::sim::readEventsFile(o.sim_events_path, o.sim.shape.general_counters);
-    if (!events) return err(-events.code(), "--sim-events={}: {}", o.sim_events_path, events.error().reason);
-    o.sim.events = std::move(*events);
-  }
-  auto sim = pmu::sim::SimBackend::create(o.sim);
-  if (!sim) return sim.error();
-  return std::unique_ptr<pmu::Backend>(std::move(*sim));
-}
-
-Result<std::unique_ptr<pmu::Backend>> makePerf(const DaemonOptions& o) {
-  pmu::perf::PerfOptions po;
-  if (o.perf_model == PerfModelChoice::Software) po.model = pmu::perf::Model::Software;
-  if (o.perf_model == PerfModelChoice::X86) po.model = pmu::perf::Model::X86;
-  auto perf = pmu::perf::PerfBackend::create(po);
-  if (!perf) return err(-perf.code(), "--pmu=perf: {}", perf.error().reason);
-  return std::unique_ptr<pmu::Backend>(std::move(*perf));
-}
-
-Result<std::unique_ptr<pmu::Backend>> makeX86() {
-  auto x86 = pmu::x86::X86Backend::create(pmu::x86::X86Options{});
-  if (!x86) return x86.error();
-  return std::unique_ptr<pmu::Backend>(std::move(*x86));
-}
-
-// --pmu=auto: the sim when a --sim-* option shapes it; otherwise x86 where
-// the helper module's device opens, then perf where perf_event_open works,
-// then the sim. The choice is logged and pmu/info says it.
-Result<std::unique_ptr<pmu::Backend>> makeBackend(DaemonOptions& o) {
-  switch (o.pmu) {
-    case PmuChoice::Sim: return makeSim(o);
-    case PmuChoice::Perf: return makePerf(o);
-    case PmuChoice::X86: {
-      auto x86 = makeX86();
-      if (!x86) return err(-x86.code(), "--pmu=x86: {}", x86.error().reason);
-      return x86;
-    }
-    case PmuChoice::Auto: break;
-  }
-  if (o.sim_options) return makeSim(o);  // asking to shape the sim is asking for it
-  if (auto x86 = makeX86(); x86) return x86;
-  else log(LogLevel::Info, "not using x86: {}", x86.error().reason);
-  if (Status usable = pmu::perf::perfUsable(); usable) return makePerf(o);
-  else log(LogLevel::Info, "not using perf: {}", usable.error().reason);
-  return makeSim(o);
+// The backend --pmu names (pmu/backend_registry.h); under auto, each one
+// passed over is logged with its reason, and pmu/info says the choice.
+Result<std::unique_ptr<pmu::Backend>> makeBackend(const DaemonOptions& o) {
+  return pmu::createBackend(o.pmu, o.backend_options,
+                            [](const std::string& why) { log(LogLevel::Info, "{}", why); });
 }
 
 // perf keeps a descriptor per counter of every set loaded: allow as many as
@@ -268,12 +225,12 @@ int serve(DaemonOptions& o) {
   });
   filesystem.setWatcher(&watcher);
   // libpfm-compat's mapped reads: without the socket, the mount alone. Not
-  // on x86, whose counts live in the helper module's per-thread images: the
-  // page could not say how to read them, and asking for it would only cost
+  // for a backend whose counts a page cannot say how to read (x86's live in
+  // the helper module's per-thread images): asking for it would only cost
   // each new context a round trip (docs/libpfm-compat.md, The fast path).
   std::unique_ptr<FastPathServer> fastpath;
-  if ((*backend)->name() == "x86") {
-    log(LogLevel::Debug, "no fast path for libpfm-compat on x86: its reads go through the mount");
+  if (!(*backend)->mappedReads()) {
+    log(LogLevel::Debug, "no fast path for libpfm-compat on {}: its reads go through the mount", (*backend)->name());
   } else if (auto s = FastPathServer::start(filesystem, FastPathServer::Limits{o.fastpath_deadline_ms}); s) {
     fastpath = std::move(*s);
     filesystem.setFastPathEndpoint(fastpath->endpoint());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pmu/backend.h"
+#include "pmu/number_text.h"
 #include "pmu/pmu_description.h"
 #include "pmu/result.h"
 #include "session/engine.h"
@@ -25,11 +26,8 @@ namespace pfmfs::fs {
 
 // ---- parsers ---------------------------------------------------------------
 
-// A number: decimal, 0x/0X hexadecimal, or '-' followed by a decimal stored as
-// its 64-bit two's complement ("-1000" overflows after 1000 events). Anything
-// else (empty, signs on hex, "+", blanks inside, trailing junk, more than 64
-// bits of magnitude) is EINVAL.
-Result<std::uint64_t> parseNumber(std::string_view text);
+// A number: decimal, 0x hexadecimal or -decimal (pmu/number_text.h).
+using pmu::parseNumber;
 
 // A register LIST: comma-separated indices (each < 64, duplicates allowed) or
 // a 0x mask. An empty list is EINVAL; "0x0" is the empty mask.

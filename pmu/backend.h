@@ -249,6 +249,10 @@ class Backend {
   // cannot: it has no way to keep a thread from running.
   virtual bool holdsThreads() const { return true; }
 
+  // Whether a mapped page (fastpath/fast_page.h) can tell a reader how to
+  // read its counts without the mount: what the fast path serves.
+  virtual bool mappedReads() const { return true; }
+
   // How it follows children (the `inherit` flag); None refuses such loads.
   virtual Inheritance inheritance() const { return Inheritance::None; }
 

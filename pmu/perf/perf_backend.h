@@ -21,6 +21,7 @@
 #include <string>
 
 #include "pmu/backend.h"
+#include "pmu/backend_entry.h"
 #include "pmu/perf/perf_models.h"
 #include "pmu/result.h"
 
@@ -31,6 +32,12 @@ class Poller;
 struct PerfOptions {
   std::optional<Model> model;  // nullopt: perf-x86 where the machine has a hardware PMU, else perf-sw
 };
+
+// perf's entry in the backend registry (perf_entry.cpp): --perf-model.
+const BackendEntry& backendEntry();
+
+// PerfOptions from the values of --perf-model, if given.
+PerfOptions perfOptions(const OptionValues& given);
 
 // Whether this process may open perf events on itself (a task-clock): what
 // --pmu=auto asks before it picks perf. The error says why not.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pmu/backend.h"
+#include "pmu/backend_entry.h"
 #include "pmu/intel_arch_perfmon.h"
 #include "pmu/sim/event_stream.h"
 
@@ -38,6 +39,16 @@ struct SimOptions {
   std::vector<SimEvent> events;     // --sim-events; empty = defaultEvents()
   std::uint64_t skid = 0;           // --sim-skid: events past a wrap before its interrupt (EmulatedPmu)
 };
+
+// The sim's entry in the backend registry (sim_entry.cpp): --sim-clock,
+// --sim-width, --sim-counters, --sim-events and --sim-skid, any of which
+// under --pmu=auto asks for the sim.
+const BackendEntry& backendEntry();
+
+// SimOptions from the values of those options that were given (the others
+// keep their defaults), but for --sim-events: the entry's create() reads
+// that file.
+SimOptions simOptions(const OptionValues& given);
 
 // Reads a --sim-events file (format: sim::parseEvents). -ENOENT/-EACCES when
 // it cannot be read, -EINVAL with the line when it does not parse.

@@ -14,6 +14,7 @@
 
 #include "helper-kmod/uapi/pfmfs_helper.h"
 #include "pmu/backend.h"
+#include "pmu/backend_entry.h"
 #include "pmu/result.h"
 #include "pmu/x86/helper_device.h"
 
@@ -24,6 +25,9 @@ class RecordReader;
 struct X86Options {
   std::string device = PFMFS_HELPER_DEVICE;
 };
+
+// x86's entry in the backend registry (x86_entry.cpp): no options.
+const BackendEntry& backendEntry();
 
 // The description of the PMU the module serves: intel-arch-v2's registers
 // in perfmon2's mapping, shaped by CPUID leaf 0xA as the module reports it.
@@ -43,6 +47,7 @@ class X86Backend final : public Backend {
   bool interruptsOnOverflow() const override { return true; }
   std::uint64_t samplingPeriodNs() const override { return 1'000'000'000; }  // unused: counters interrupt
   bool exclusiveThreads() const override { return true; }  // one register image per thread
+  bool mappedReads() const override { return false; }      // counts live in the module's images
   // The module attaches a thread's children at their creation, with the
   // image the engine last gave (setChildImage); each is adopted as a target.
   Inheritance inheritance() const override { return Inheritance::Adopt; }

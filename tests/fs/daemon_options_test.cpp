@@ -3,6 +3,10 @@
 // what is wrong (pfmfsd prints it and exits 2).
 #include "fs/daemon_options.h"
 
+#include "pmu/backend_registry.h"
+#include "pmu/perf/perf_backend.h"
+#include "pmu/sim/sim_backend.h"
+
 #include <grp.h>
 #include <unistd.h>
 
@@ -10,6 +14,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -32,6 +37,17 @@ DaemonOptions parseOk(const std::vector<std::string>& args) {
   return r.ok() ? *r : DaemonOptions{};
 }
 
+// What the backends make of the options given to them.
+pmu::sim::SimOptions sim(const DaemonOptions& o) { return pmu::sim::simOptions(o.backend_options); }
+std::optional<pmu::perf::Model> perfModel(const DaemonOptions& o) {
+  return pmu::perf::perfOptions(o.backend_options).model;
+}
+std::string simEventsPath(const DaemonOptions& o) {
+  return std::string(pmu::textOr(o.backend_options, "sim-events", ""));
+}
+// A --sim-* option was given: --pmu=auto means the sim.
+bool simOptions(const DaemonOptions& o) { return pmu::backendChosenBy(o.backend_options) == &pmu::sim::backendEntry(); }
+
 std::string cwd() {
   char buf[PATH_MAX];
   EXPECT_NE(::getcwd(buf, sizeof buf), nullptr);
@@ -44,14 +60,14 @@ TEST(DaemonOptions, Defaults) {
   EXPECT_FALSE(o.foreground);
   EXPECT_FALSE(o.debug);
   EXPECT_TRUE(o.fuse_options.empty());
-  EXPECT_EQ(o.pmu, PmuChoice::Auto);
-  EXPECT_EQ(o.perf_model, PerfModelChoice::Auto);
-  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Real);
-  EXPECT_EQ(o.sim.shape.general_counters, 4u);
-  EXPECT_EQ(o.sim.shape.width, 48u);
-  EXPECT_TRUE(o.sim.events.empty());
-  EXPECT_EQ(o.sim_events_path, "");
-  EXPECT_EQ(o.sim.skid, 0u);
+  EXPECT_EQ(o.pmu, "auto");
+  EXPECT_EQ(perfModel(o), std::nullopt);
+  EXPECT_EQ(sim(o).clock, pmu::ClockKind::Real);
+  EXPECT_EQ(sim(o).shape.general_counters, 4u);
+  EXPECT_EQ(sim(o).shape.width, 48u);
+  EXPECT_TRUE(sim(o).events.empty());
+  EXPECT_EQ(simEventsPath(o), "");
+  EXPECT_EQ(sim(o).skid, 0u);
   EXPECT_EQ(o.engine.max_sessions_per_user, 64u);
   EXPECT_EQ(o.engine.max_sets, 64u);
   EXPECT_EQ(o.engine.max_messages, 64u);
@@ -64,23 +80,23 @@ TEST(DaemonOptions, Defaults) {
 
 // The perf backend, with its register model forced either way.
 TEST(DaemonOptions, PerfBackend) {
-  EXPECT_EQ(parseOk({"--pmu=perf"}).pmu, PmuChoice::Perf);
-  EXPECT_EQ(parseOk({"--pmu", "perf", "--perf-model=sw"}).perf_model, PerfModelChoice::Software);
-  EXPECT_EQ(parseOk({"--perf-model", "x86"}).perf_model, PerfModelChoice::X86);
-  EXPECT_EQ(parseOk({"--perf-model=auto"}).perf_model, PerfModelChoice::Auto);
+  EXPECT_EQ(parseOk({"--pmu=perf"}).pmu, "perf");
+  EXPECT_EQ(perfModel(parseOk({"--pmu", "perf", "--perf-model=sw"})), pmu::perf::Model::Software);
+  EXPECT_EQ(perfModel(parseOk({"--perf-model", "x86"})), pmu::perf::Model::X86);
+  EXPECT_EQ(perfModel(parseOk({"--perf-model=auto"})), std::nullopt);
   // A --sim-* option says which backend auto means, and contradicts perf.
-  EXPECT_FALSE(parseOk({"--pmu=perf"}).sim_options);
-  EXPECT_TRUE(parseOk({"--sim-clock=manual"}).sim_options);
-  EXPECT_TRUE(parseOk({"--sim-width", "32"}).sim_options);
-  EXPECT_TRUE(parseOk({"--pmu=sim", "--sim-counters=2"}).sim_options);
-  EXPECT_FALSE(parseOk({"--tick=5000"}).sim_options);
+  EXPECT_FALSE(simOptions(parseOk({"--pmu=perf"})));
+  EXPECT_TRUE(simOptions(parseOk({"--sim-clock=manual"})));
+  EXPECT_TRUE(simOptions(parseOk({"--sim-width", "32"})));
+  EXPECT_TRUE(simOptions(parseOk({"--pmu=sim", "--sim-counters=2"})));
+  EXPECT_FALSE(simOptions(parseOk({"--tick=5000"})));
 }
 
 // The x86 backend: MSRs through the helper module; the sim's options
 // contradict it as they do perf.
 TEST(DaemonOptions, X86Backend) {
-  EXPECT_EQ(parseOk({"--pmu=x86"}).pmu, PmuChoice::X86);
-  EXPECT_EQ(parseOk({"--pmu", "x86", "--tick=5000"}).pmu, PmuChoice::X86);
+  EXPECT_EQ(parseOk({"--pmu=x86"}).pmu, "x86");
+  EXPECT_EQ(parseOk({"--pmu", "x86", "--tick=5000"}).pmu, "x86");
   auto bad = parseDaemonOptions(3, std::vector<const char*>{"pfmfsd", "--pmu=x86", "--sim-clock=manual"}.data());
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, -EINVAL);
@@ -92,8 +108,8 @@ TEST(DaemonOptions, TestCommandLine) {
   DaemonOptions o = parseOk({"-f", "--pmu=sim", "--sim-clock=manual", "-o", "allow_other", "/tmp/pfmfs-mnt"});
   EXPECT_TRUE(o.foreground);
   EXPECT_FALSE(o.debug);
-  EXPECT_EQ(o.pmu, PmuChoice::Sim);
-  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Manual);
+  EXPECT_EQ(o.pmu, "sim");
+  EXPECT_EQ(sim(o).clock, pmu::ClockKind::Manual);
   EXPECT_EQ(o.fuse_options, std::vector<std::string>{"allow_other"});
   EXPECT_EQ(o.mountpoint, "/tmp/pfmfs-mnt");
 }
@@ -101,14 +117,14 @@ TEST(DaemonOptions, TestCommandLine) {
 // --sim-skid=N: a --sim-* option like the others (auto means the sim).
 TEST(DaemonOptions, SimSkid) {
   DaemonOptions o = parseOk({"--sim-skid=10"});
-  EXPECT_EQ(o.sim.skid, 10u);
-  EXPECT_TRUE(o.sim_options);
-  EXPECT_EQ(o.pmu, PmuChoice::Auto);
-  EXPECT_EQ(parseOk({"--sim-skid", "0x20", "--pmu=sim"}).sim.skid, 32u);
-  EXPECT_EQ(parseOk({"--sim-skid=32767"}).sim.skid, 32767u);
+  EXPECT_EQ(sim(o).skid, 10u);
+  EXPECT_TRUE(simOptions(o));
+  EXPECT_EQ(o.pmu, "auto");
+  EXPECT_EQ(sim(parseOk({"--sim-skid", "0x20", "--pmu=sim"})).skid, 32u);
+  EXPECT_EQ(sim(parseOk({"--sim-skid=32767"})).skid, 32767u);
   o = parseOk({"--sim-skid=0"});
-  EXPECT_EQ(o.sim.skid, 0u);
-  EXPECT_TRUE(o.sim_options);
+  EXPECT_EQ(sim(o).skid, 0u);
+  EXPECT_TRUE(simOptions(o));
 }
 
 TEST(DaemonOptions, EveryOptionWithEquals) {
@@ -116,11 +132,11 @@ TEST(DaemonOptions, EveryOptionWithEquals) {
                              "--sim-events=/etc/pfmfs/events", "--tick=2000", "--max-sessions-per-user=3",
                              "--max-sets=5", "--max-messages=7", "--fastpath-deadline=9", "--allow-kernel",
                              "--system-group=0", "--help", "--version", "/mnt"});
-  EXPECT_EQ(o.pmu, PmuChoice::Sim);
-  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Manual);
-  EXPECT_EQ(o.sim.shape.width, 32u);
-  EXPECT_EQ(o.sim.shape.general_counters, 8u);
-  EXPECT_EQ(o.sim_events_path, "/etc/pfmfs/events");
+  EXPECT_EQ(o.pmu, "sim");
+  EXPECT_EQ(sim(o).clock, pmu::ClockKind::Manual);
+  EXPECT_EQ(sim(o).shape.width, 32u);
+  EXPECT_EQ(sim(o).shape.general_counters, 8u);
+  EXPECT_EQ(simEventsPath(o), "/etc/pfmfs/events");
   EXPECT_EQ(o.engine.tick_ns, 2000u);
   EXPECT_EQ(o.engine.max_sessions_per_user, 3u);
   EXPECT_EQ(o.engine.max_sets, 5u);
@@ -139,11 +155,11 @@ TEST(DaemonOptions, EveryOptionWithSeparateValue) {
                              "--sim-events", "events.txt", "--tick", "1000", "--max-sessions-per-user", "1",
                              "--max-sets", "65536", "--max-messages", "4294967295", "--fastpath-deadline", "60000",
                              "--system-group", "4321"});
-  EXPECT_EQ(o.pmu, PmuChoice::Auto);
-  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Real);
-  EXPECT_EQ(o.sim.shape.width, 64u);
-  EXPECT_EQ(o.sim.shape.general_counters, 1u);
-  EXPECT_EQ(o.sim_events_path, cwd() + "/events.txt");  // absolute: still valid after daemonizing
+  EXPECT_EQ(o.pmu, "auto");
+  EXPECT_EQ(sim(o).clock, pmu::ClockKind::Real);
+  EXPECT_EQ(sim(o).shape.width, 64u);
+  EXPECT_EQ(sim(o).shape.general_counters, 1u);
+  EXPECT_EQ(simEventsPath(o), cwd() + "/events.txt");  // absolute: still valid after daemonizing
   EXPECT_EQ(o.engine.tick_ns, 1000u);
   EXPECT_EQ(o.engine.max_sessions_per_user, 1u);
   EXPECT_EQ(o.engine.max_sets, 65536u);
@@ -155,9 +171,9 @@ TEST(DaemonOptions, EveryOptionWithSeparateValue) {
 }
 
 TEST(DaemonOptions, RangeEdgesAndHexValues) {
-  EXPECT_EQ(parseOk({"--sim-width=16"}).sim.shape.width, 16u);
-  EXPECT_EQ(parseOk({"--sim-width=0x40"}).sim.shape.width, 64u);
-  EXPECT_EQ(parseOk({"--sim-counters=8"}).sim.shape.general_counters, 8u);
+  EXPECT_EQ(sim(parseOk({"--sim-width=16"})).shape.width, 16u);
+  EXPECT_EQ(sim(parseOk({"--sim-width=0x40"})).shape.width, 64u);
+  EXPECT_EQ(sim(parseOk({"--sim-counters=8"})).shape.general_counters, 8u);
   EXPECT_EQ(parseOk({"--tick=18446744073709551615"}).engine.tick_ns, 18446744073709551615u);
   EXPECT_EQ(parseOk({"--max-sets=1"}).engine.max_sets, 1u);
   EXPECT_EQ(parseOk({"--fastpath-deadline=1"}).fastpath_deadline_ms, 1u);
@@ -232,7 +248,7 @@ TEST(DaemonOptions, WhatMountFuse3Runs) {
   DaemonOptions o = parseOk({"pfmfs", "/run/pfmfs", "-o", "rw,allow_other,pmu=sim,tick=1000000,dev,suid"});
   EXPECT_EQ(o.source, "pfmfs");
   EXPECT_EQ(o.mountpoint, "/run/pfmfs");
-  EXPECT_EQ(o.pmu, PmuChoice::Sim);
+  EXPECT_EQ(o.pmu, "sim");
   EXPECT_EQ(o.engine.tick_ns, 1'000'000u);
   EXPECT_EQ(o.fuse_options, std::vector<std::string>{"rw,allow_other,dev,suid"});
   EXPECT_TRUE(o.ignored_mount_options.empty());
@@ -259,13 +275,13 @@ TEST(DaemonOptions, LongOptionsInsideDashO) {
                              "pmu=sim,sim_clock=manual,sim-width=32,sim_counters=8,sim_events=/etc/pfmfs/events,"
                              "sim_skid=3,tick=2000,max_sessions_per_user=3,max-sets=5,max_messages=7,allow_kernel,"
                              "system_group=0"});
-  EXPECT_EQ(o.pmu, PmuChoice::Sim);
-  EXPECT_EQ(o.sim.clock, pmu::ClockKind::Manual);
-  EXPECT_EQ(o.sim.shape.width, 32u);
-  EXPECT_EQ(o.sim.shape.general_counters, 8u);
-  EXPECT_EQ(o.sim_events_path, "/etc/pfmfs/events");
-  EXPECT_EQ(o.sim.skid, 3u);
-  EXPECT_TRUE(o.sim_options);
+  EXPECT_EQ(o.pmu, "sim");
+  EXPECT_EQ(sim(o).clock, pmu::ClockKind::Manual);
+  EXPECT_EQ(sim(o).shape.width, 32u);
+  EXPECT_EQ(sim(o).shape.general_counters, 8u);
+  EXPECT_EQ(simEventsPath(o), "/etc/pfmfs/events");
+  EXPECT_EQ(sim(o).skid, 3u);
+  EXPECT_TRUE(simOptions(o));
   EXPECT_EQ(o.engine.tick_ns, 2000u);
   EXPECT_EQ(o.engine.max_sessions_per_user, 3u);
   EXPECT_EQ(o.engine.max_sets, 5u);
@@ -276,14 +292,14 @@ TEST(DaemonOptions, LongOptionsInsideDashO) {
   EXPECT_TRUE(o.fuse_options.empty());
   o = parseOk({"-o", "allow-kernel,perf_model=sw,pmu=perf", "-o", "allow_other"});
   EXPECT_TRUE(o.allow_kernel);
-  EXPECT_EQ(o.pmu, PmuChoice::Perf);
-  EXPECT_EQ(o.perf_model, PerfModelChoice::Software);
+  EXPECT_EQ(o.pmu, "perf");
+  EXPECT_EQ(perfModel(o), pmu::perf::Model::Software);
   EXPECT_EQ(o.fuse_options, std::vector<std::string>{"allow_other"});
   // The later of -o and --opt wins, as between two --opt.
-  EXPECT_EQ(parseOk({"--pmu=perf", "-o", "pmu=sim"}).pmu, PmuChoice::Sim);
-  EXPECT_EQ(parseOk({"-o", "pmu=sim", "--pmu=perf"}).pmu, PmuChoice::Perf);
+  EXPECT_EQ(parseOk({"--pmu=perf", "-o", "pmu=sim"}).pmu, "sim");
+  EXPECT_EQ(parseOk({"-o", "pmu=sim", "--pmu=perf"}).pmu, "perf");
   // A value is taken as written but for libfuse's escapes; relative files are made absolute.
-  EXPECT_EQ(parseOk({"-o", "sim_events=ev\\,1.txt,allow_other"}).sim_events_path, cwd() + "/ev,1.txt");
+  EXPECT_EQ(simEventsPath(parseOk({"-o", "sim_events=ev\\,1.txt,allow_other"})), cwd() + "/ev,1.txt");
   // libfuse's escapes stay for libfuse.
   EXPECT_EQ(parseOk({"-o", "fsname=a\\,b,allow_other"}).fuse_options, std::vector<std::string>{"fsname=a\\,b,allow_other"});
   // Empty options are nothing.
