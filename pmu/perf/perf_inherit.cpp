@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "pmu/perf/perf_poller.h"
+#include "pmu/perf_event/perf_poller.h"
 
 namespace pfmfs::pmu::perf {
 

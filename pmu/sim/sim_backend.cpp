@@ -15,9 +15,9 @@
 
 #include "pmu/host_info.h"
 #include "pmu/intel_arch_driver.h"
-#include "pmu/perf/perf_event.h"
-#include "pmu/perf/perf_poller.h"
-#include "pmu/perf/task_tracker.h"
+#include "pmu/perf_event/perf_event.h"
+#include "pmu/perf_event/perf_poller.h"
+#include "pmu/perf_event/task_tracker.h"
 #include "pmu/sim/emulated_pmu.h"
 
 namespace pfmfs::pmu::sim {

@@ -536,7 +536,7 @@ constexpr std::array<std::string_view, 8> kSimEvents{
     "LLC_MISSES",           "BRANCH_INSTRUCTIONS_RETIRED", "BRANCH_MISSES_RETIRED",     "SIM_PHASE_A",
 };
 constexpr int kEightPmds = 8;
-// The daemon's group read format (pmu/perf/perf_event.h): nr, time_enabled,
+// The daemon's group read format (pmu/perf_event/perf_event.h): nr, time_enabled,
 // time_running, then {value, id} per member.
 constexpr std::uint64_t kGroupFormat =
     PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;

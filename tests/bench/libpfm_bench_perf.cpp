@@ -56,7 +56,7 @@ constexpr std::array<SwEvent, 4> kEvents{{
 constexpr int kN = static_cast<int>(kEvents.size());
 // PERFEVTSEL's USR bit: user level only, which is exclude_kernel in perf.
 constexpr std::uint64_t kUsr = 1u << 16;
-// The daemon's group read format (pmu/perf/perf_event.h kGroupReadFormat):
+// The daemon's group read format (pmu/perf_event/perf_event.h kGroupReadFormat):
 // nr, time_enabled, time_running, then {value, id} per member.
 constexpr std::uint64_t kGroupFormat =
     PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;

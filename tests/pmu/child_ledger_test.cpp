@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "pmu/perf/perf_event.h"
+#include "pmu/perf_event/perf_event.h"
 #include "pmu/perf/perf_inherit.h"
 
 namespace pfmfs::pmu::perf {

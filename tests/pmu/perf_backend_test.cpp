@@ -24,7 +24,7 @@
 #include "pmu/event_name.h"
 #include "pmu/host_info.h"
 #include "pmu/intel_arch_perfmon.h"
-#include "pmu/perf/perf_event.h"
+#include "pmu/perf_event/perf_event.h"
 #include "pmu/perf/perf_models.h"
 #include "tests/support/cpu_time.h"
 #include "tests/support/software_count.h"

@@ -24,7 +24,7 @@
 
 #include "pmu/intel_arch_perfmon.h"
 #include "pmu/perf/perf_backend.h"
-#include "pmu/perf/perf_event.h"
+#include "pmu/perf_event/perf_event.h"
 #include "tests/support/cpu_time.h"
 #include "tests/support/task_clock.h"
 

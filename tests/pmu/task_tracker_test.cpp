@@ -3,7 +3,7 @@
 // lost, the target's own exit, a tid reused), and, with real processes, that
 // it follows children after the target exited, says when none is left
 // (POLLHUP), and counts what a full buffer loses.
-#include "pmu/perf/task_tracker.h"
+#include "pmu/perf_event/task_tracker.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>

@@ -1,5 +1,5 @@
 // perf_event_open(2) wrappers.
-#include "pmu/perf/perf_event.h"
+#include "pmu/perf_event/perf_event.h"
 
 #include <sys/ioctl.h>
 #include <sys/mman.h>

@@ -1,5 +1,5 @@
 // Following a thread's descendants with perf task records.
-#include "pmu/perf/task_tracker.h"
+#include "pmu/perf_event/task_tracker.h"
 
 #include <fcntl.h>
 #include <unistd.h>

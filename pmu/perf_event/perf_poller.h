@@ -1,7 +1,8 @@
-// The perf backend's one thread: it waits with epoll on the ring-buffer event
-// of every attached target and tells that target's listener when the kernel
-// wrote an overflow record (EPOLLIN) or the target went away (EPOLLHUP: the
-// monitored thread exited).
+// A backend's perf_event thread (perf's for its targets, the sim's for the
+// task trackers that watch its threads): it waits with epoll on the
+// ring-buffer event of every watched target and tells that target's listener
+// when the kernel wrote a record (EPOLLIN) or the target went away (EPOLLHUP:
+// the monitored thread exited).
 //
 // Listeners are held weakly and called with no lock held, so a target may be
 // detached (and its session destroyed) at any moment, even from inside a call.
@@ -15,7 +16,7 @@
 #include <thread>
 
 #include "pmu/backend.h"
-#include "pmu/perf/perf_event.h"
+#include "pmu/perf_event/perf_event.h"
 #include "pmu/result.h"
 
 namespace pfmfs::pmu::perf {

@@ -1,5 +1,5 @@
 // The perf backend's epoll thread.
-#include "pmu/perf/perf_poller.h"
+#include "pmu/perf_event/perf_poller.h"
 
 #include "pmu/daemon_thread.h"
 

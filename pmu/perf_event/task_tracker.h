@@ -36,7 +36,7 @@
 
 #include "pmu/backend.h"
 #include "pmu/fd.h"
-#include "pmu/perf/perf_event.h"
+#include "pmu/perf_event/perf_event.h"
 #include "pmu/result.h"
 
 namespace pfmfs::pmu::perf {
