@@ -2,6 +2,7 @@
 #include "pmu/perf_event/task_tracker.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -169,6 +170,17 @@ Result<std::unique_ptr<TaskTracker>> TaskTracker::open(pid_t tid) {
 }
 
 void TaskTracker::take(std::vector<ChildEvent>& out) {
+  // The tree event hangs up once no followed thread is left (the kernel
+  // counts its inherited copies, which write their EXIT and READ before
+  // they go): a child still followed then lost its records, however that
+  // came, and is looked at as after a loss, so that the session ends.
+  if (!tree_hung_up_) {
+    pollfd p{tree_.get(), 0, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP)) {
+      tree_hung_up_ = true;
+      folder_.lostRecords();
+    }
+  }
   for (int round = 0; round < 2; ++round) {
     // Before the drain (see TaskRecordFolder): a child seen finished now has
     // its READ in this drain or never.

@@ -153,6 +153,7 @@ class TaskTracker {
   TaskRecordFolder folder_;
   Fd anchor_;
   Fd tree_;
+  bool tree_hung_up_ = false;  // every followed thread is gone
   std::unique_ptr<RingBuffer> ring_;
   std::uint64_t lost_ = 0;
   std::vector<OverflowRecord> overflows_;  // scratch of take()
