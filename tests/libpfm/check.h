@@ -649,6 +649,9 @@ static inline void check_window_(uint64_t count, uint64_t per_2ns, const struct 
 	uint64_t inner = w->i1 - w->i0, outer = w->m1 - w->m0;
 	uint64_t ns = count * 2 / per_2ns;	/* the time the count stands for */
 
+	if (w->m1 <= w->m0)	/* a window built by hand without its monotonic readings */
+		check_fail_(file, line, "%s: the window has no CLOCK_MONOTONIC readings (m0 %" PRIu64 ", m1 %" PRIu64 ")",
+			    what, w->m0, w->m1);
 	printf("%s: %" PRIu64 " counted: %" PRIu64 " ns; the window had %" PRIu64 " ns of CPU time inside, %" PRIu64
 	       " of CPU time and %" PRIu64 " ns in all outside, %ld switches\n",
 	       what, count, ns, inner, w->o1 - w->o0, outer, w->sw1 - w->sw0);

@@ -74,6 +74,7 @@ int main(int argc, char **argv)
 	struct rusage ru;
 	struct cpu_window w;
 	uint64_t live[2] = { 0, 0 };	/* x86: the counts while the child lived */
+	uint64_t started = 0, ended = 0;	/* CLOCK_MONOTONIC at the start, at the reaping */
 
 	if (argc > 1 && strcmp(argv[1], "--burn") == 0)
 		return burn_then_cat();
@@ -122,6 +123,7 @@ int main(int argc, char **argv)
 	memset(&load, 0, sizeof(load));
 	load.load_pid = (uint32_t)child;
 	CHECK_OK(pfm_load_context(fd, &load));
+	started = monotonic_ns();
 	CHECK_OK(pfm_start(fd, NULL));
 	CHECK_STATE(fd, "active");
 	CHECK_OK(ptrace(PTRACE_DETACH, child, NULL, NULL));
@@ -142,6 +144,7 @@ int main(int argc, char **argv)
 	}
 	close(pipefd[1]);	/* EOF: cat exits (x86: once it has burnt its time) */
 	CHECK_EQ_U64(wait4(child, &status, 0, &ru), child);
+	ended = monotonic_ns();
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
 
 	/* The thread's end: one message (read blocks until the daemon saw it). */
@@ -156,9 +159,10 @@ int main(int argc, char **argv)
 	/* The counts survive the thread: exactly RUN_NS of it. */
 	CHECK_OK(pfm_read_pmds(fd, pd, 2));
 	if (on_x86) {
-		/* Inner: the burn; outer: all the child's CPU time. */
+		/* Inner: the burn; outer: all the child's CPU time, and the
+		 * monotonic time from the start to its reaping. */
 		w = (struct cpu_window){ .i1 = X86_RUN_NS, .o1 = tv_ns(ru.ru_utime) + tv_ns(ru.ru_stime),
-					 .sw1 = ru.ru_nvcsw + ru.ru_nivcsw };
+					 .m0 = started, .m1 = ended, .sw1 = ru.ru_nvcsw + ru.ru_nivcsw };
 		CHECK_WINDOW(pd[0].reg_value, X86_INST_PER_2NS, &w);
 		CHECK_WINDOW(pd[1].reg_value, X86_CYCLES_PER_2NS, &w);
 		CHECK(pd[0].reg_value >= live[0] && pd[1].reg_value >= live[1], "counts went back at the exit");

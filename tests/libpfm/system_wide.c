@@ -41,6 +41,8 @@ static void run_x86(int fd, struct cpu_window *w)
 	w->i1 = mono_ns();
 	CHECK_OK(pfm_stop(fd));
 	w->o1 = mono_ns();
+	w->m0 = w->o0;	/* the window is of the monotonic clock already */
+	w->m1 = w->o1;
 }
 
 static void sleep_ms(long ms)
