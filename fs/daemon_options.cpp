@@ -68,15 +68,19 @@ std::span<const std::string_view> pmuWords() {
   return words;
 }
 
-Status keepForBackend(DaemonOptions&, const OptionValue&) { return {}; }  // parseDaemonOptions keeps it by name
+// The apply of a backend's option: applyLong keeps its value by name, for
+// that backend's create().
+Status keepForBackend(DaemonOptions&, const OptionValue&) { return {}; }
 
 // Every long option, in --help's order: --pmu, the backends' own, then the
 // engine's and the daemon's.
 const std::vector<Row>& rows() {
   static const std::vector<Row> table = [] {
     std::vector<Row> t;
-    t.push_back({{.name = "pmu", .kind = Kind::Word, .value_name = "", .help = "backend: x86 (helper module), else perf, else the "
-                                                             "simulator (auto); or one of them",
+    t.push_back({{.name = "pmu",
+                  .kind = Kind::Word,
+                  .value_name = "",
+                  .help = "backend: x86 (helper module), else perf, else the simulator (auto); or one of them",
                   .words = pmuWords()},
                  [](DaemonOptions& o, const OptionValue& v) -> Status {
                    o.pmu = v.text;
