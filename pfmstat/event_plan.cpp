@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "pfmstat/comma_list.h"
 #include "pfmstat/errors.h"
 
 namespace pfmstat {
@@ -54,13 +55,7 @@ EventSpec parseEvent(const std::string& item) {
 
 std::vector<EventSpec> parseList(const std::string& list) {
   std::vector<EventSpec> out;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t comma = list.find(',', start);
-    out.push_back(parseEvent(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  for (const auto& item : splitCommas(list)) out.push_back(parseEvent(item));
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "pfmstat/comma_list.h"
 #include "pfmstat/errors.h"
 
 namespace pfmstat {
@@ -29,14 +30,7 @@ std::uint64_t number(const std::string& text, const char* what, std::uint64_t lo
 
 std::vector<pid_t> idList(const std::string& text, const char* what) {
   std::vector<pid_t> ids;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    ids.push_back(static_cast<pid_t>(number(item, what, 1, INT_MAX)));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  for (const auto& item : splitCommas(text)) ids.push_back(static_cast<pid_t>(number(item, what, 1, INT_MAX)));
   return ids;
 }
 
@@ -44,10 +38,7 @@ std::vector<pid_t> idList(const std::string& text, const char* what) {
 
 std::vector<int> parseCpuList(const std::string& text, const char* what) {
   std::set<int> cpus;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const auto& item : splitCommas(text)) {
     std::size_t dash = item.find('-');
     if (dash == std::string::npos) {
       cpus.insert(static_cast<int>(number(item, what, 0, 65535)));
@@ -57,8 +48,6 @@ std::vector<int> parseCpuList(const std::string& text, const char* what) {
       if (lo > hi) throw UsageError(fmt::format("{} '{}': the range goes down", what, item));
       for (auto c = lo; c <= hi; ++c) cpus.insert(static_cast<int>(c));
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return {cpus.begin(), cpus.end()};
 }

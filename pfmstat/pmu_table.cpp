@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "pfmstat/comma_list.h"
 #include "pfmstat/errors.h"
 
 namespace pfmstat {
@@ -20,16 +21,9 @@ std::uint64_t number(const std::string& text, std::string_view what) {
   return v;
 }
 
-std::vector<std::string> splitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size() && !text.empty()) {
-    std::size_t comma = text.find(',', start);
-    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
+// A list the mount prints: nothing at all when the value is empty.
+std::vector<std::string> listOf(const std::string& text) {
+  return text.empty() ? std::vector<std::string>{} : splitCommas(text);
 }
 
 // perf's generic hardware event names, for the architectural events that
@@ -116,7 +110,7 @@ PmuInfo parsePmuInfo(std::string_view text) {
   info.counters = static_cast<unsigned>(number(need("counters"), "pmu/info counters"));
   info.fixed = static_cast<unsigned>(number(need("fixed"), "pmu/info fixed"));
   info.width = static_cast<unsigned>(number(need("width"), "pmu/info width"));
-  info.features = splitCommas(need("features"));
+  info.features = listOf(need("features"));
   if (auto it = kv.find("tick_ns"); it != kv.end()) info.tick_ns = number(it->second, "pmu/info tick_ns");
   return info;
 }
@@ -130,7 +124,7 @@ std::vector<EventInfo> parseEvents(std::string_view text) {
     if (e.name.empty()) throw RunError(fmt::format("the mount's pmu/events line '{}' has no name", line));
     e.code = number(kv["code"], "pmu/events code");
     e.pmds = number(kv["pmds"], "pmu/events pmds");
-    if (auto it = kv.find("aliases"); it != kv.end()) e.aliases = splitCommas(it->second);
+    if (auto it = kv.find("aliases"); it != kv.end()) e.aliases = listOf(it->second);
     events.push_back(std::move(e));
   }
   return events;
