@@ -32,12 +32,8 @@ constexpr std::size_t kInheritRingPages = 8;
 
 Status perfUsable() {
   // What every thread target needs: its task-clock anchor (see attach).
-  perf_event_attr a{};
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_TASK_CLOCK;
+  perf_event_attr a = userSoftwareAttr(PERF_COUNT_SW_TASK_CLOCK);
   a.disabled = 1;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
   auto fd = openEvent(a, 0, -1, -1);
   if (!fd) return err(-fd.code(), "perf events cannot be opened here: {}{}", fd.error().reason, paranoidHint());
   return {};
@@ -46,12 +42,7 @@ Status perfUsable() {
 Model detectModel() {
   if (::access("/sys/bus/event_source/devices/cpu", F_OK) != 0) return Model::Software;
   if (cpuidGeneralCounters() == 0) return Model::Software;
-  perf_event_attr a{};
-  a.type = PERF_TYPE_HARDWARE;
-  a.config = PERF_COUNT_HW_INSTRUCTIONS;
-  a.disabled = 1;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
+  perf_event_attr a = counterAttr({PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, false, true}, /*leads=*/true);
   auto fd = openEvent(a, 0, -1, -1);
   return fd ? Model::X86 : Model::Software;
 }
@@ -91,20 +82,17 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
   if (target.inherit && target.kind == TargetKind::Cpu)
     return err(EINVAL, "inherit follows a thread's children: cpu {} has none", target.id);
   pid_t tgid = 0;
-  perf_event_attr a{};
-  a.type = PERF_TYPE_SOFTWARE;
-  a.exclude_hv = 1;
+  // task-clock counts the thread's whole CPU time whatever exclude_kernel
+  // says; asking for user level only lets a daemon without CAP_PERFMON (a
+  // plain user's, at perf_event_paranoid 2) open it. A cpu's clock counts
+  // at every level.
+  perf_event_attr a = userSoftwareAttr(PERF_COUNT_SW_TASK_CLOCK);
   pid_t pid = -1;
   int cpu = -1;
   if (target.kind == TargetKind::Thread) {
     auto ids = threadIds(target.id);
     if (!ids) return ids.error();
     tgid = ids->tgid;
-    // task-clock counts the thread's whole CPU time whatever exclude_kernel
-    // says; asking for user level only lets a daemon without CAP_PERFMON (a
-    // plain user's, at perf_event_paranoid 2) open it.
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.exclude_kernel = 1;
     pid = target.id;
     if (target.inherit) {
       // Every task record of the children wakes the poller, not only a
@@ -115,6 +103,7 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
   } else {
     if (!cpuOnline(target.id)) return err(EINVAL, "cpu {} is not online", target.id);
     a.config = PERF_COUNT_SW_CPU_CLOCK;
+    a.exclude_kernel = 0;
     cpu = target.id;
   }
   auto anchor = openEvent(a, pid, cpu, -1);

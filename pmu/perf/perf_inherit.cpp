@@ -167,11 +167,7 @@ TreeFollower::~TreeFollower() {
 Result<std::unique_ptr<TreeFollower>> TreeFollower::open(pid_t tid, int anchor_fd, const PmuDescription& desc,
                                                          Poller& poller, std::weak_ptr<TargetListener> listener) {
   std::unique_ptr<TreeFollower> f(new TreeFollower(tid, anchor_fd, desc, poller));
-  perf_event_attr a{};
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_TASK_CLOCK;
-  a.exclude_kernel = 1;  // as the anchor: task-clock counts all CPU time anyway
-  a.exclude_hv = 1;
+  perf_event_attr a = userSoftwareAttr(PERF_COUNT_SW_TASK_CLOCK);  // as the anchor
   a.inherit = 1;
   a.task = 1;
   // No inherit_stat: each child's own clock is of no use (its READ would
@@ -212,13 +208,7 @@ Status TreeFollower::put(std::uint16_t set, const std::vector<std::pair<std::siz
   close(g);
   std::vector<TreeEvent> fresh;
   for (const auto& [slot, ev] : wanted) {
-    perf_event_attr a{};
-    a.type = ev.type;
-    a.config = ev.config;
-    a.exclude_user = ev.exclude_user;
-    a.exclude_kernel = ev.exclude_kernel;
-    a.exclude_hv = 1;
-    a.disabled = fresh.empty() ? 1 : 0;  // members follow their leader, in every child too
+    perf_event_attr a = counterAttr(ev, fresh.empty());  // members follow their leader, in every child too
     a.inherit = 1;
     a.inherit_stat = 1;  // a READ of each child's count at its exit
     a.read_format = kTaskReadFormat;

@@ -38,6 +38,17 @@ constexpr std::uint64_t kRawBits = evtsel::kEvent | evtsel::kUmask | evtsel::kEd
 
 }  // namespace
 
+perf_event_attr counterAttr(const CounterEvent& ev, bool leads) {
+  perf_event_attr a{};
+  a.type = ev.type;
+  a.config = ev.config;
+  a.exclude_user = ev.exclude_user;
+  a.exclude_kernel = ev.exclude_kernel;
+  a.exclude_hv = 1;
+  a.disabled = leads ? 1 : 0;
+  return a;
+}
+
 std::string modelName(Model model) { return model == Model::Software ? "perf-sw" : "perf-x86"; }
 
 PmuDescription softwareDescription() {

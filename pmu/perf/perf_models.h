@@ -7,6 +7,8 @@
 //             into its generic hardware event.
 #pragma once
 
+#include <linux/perf_event.h>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -28,6 +30,13 @@ struct CounterEvent {
 
   bool operator==(const CounterEvent&) const = default;
 };
+
+// The one perf_event_attr of a counter, for the counting, sampling and
+// inherited groups alike: the event at its privilege levels, never the
+// hypervisor, and disabled when it leads its group (members follow their
+// leader, which the backend enables). Each caller adds only what is its own
+// (read_format, a period, inherit).
+perf_event_attr counterAttr(const CounterEvent& ev, bool leads);
 
 inline constexpr unsigned kSoftwareCounters = 8;
 

@@ -321,13 +321,7 @@ class PerfTarget final : public TargetPmu {
       c.event = ev;
       c.base = bits[slot];
       c.period = periodFor(c.base);
-      perf_event_attr a{};
-      a.type = ev.type;
-      a.config = ev.config;
-      a.exclude_user = ev.exclude_user;
-      a.exclude_kernel = ev.exclude_kernel;
-      a.exclude_hv = 1;
-      a.disabled = g.counters.empty() ? 1 : 0;  // members follow their leader
+      perf_event_attr a = counterAttr(ev, g.counters.empty());
       a.read_format = kGroupReadFormat;
       a.sample_period = c.period;
       a.sample_type = kSampleType;

@@ -13,6 +13,15 @@
 
 namespace pfmfs::pmu::perf {
 
+perf_event_attr userSoftwareAttr(std::uint64_t config) {
+  perf_event_attr a{};
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = config;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  return a;
+}
+
 Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd) {
   attr.size = sizeof attr;
   long fd = ::syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);

@@ -18,6 +18,13 @@
 
 namespace pfmfs::pmu::perf {
 
+// A software event (PERF_COUNT_SW_*) at user level only, never the
+// hypervisor: what a daemon without CAP_PERFMON may open on another user's
+// thread at perf_event_paranoid 2. The anchors and sentinels of the backends
+// start here (task-clock counts a thread's whole CPU time whatever
+// exclude_kernel says; dummy counts nothing and only carries records).
+perf_event_attr userSoftwareAttr(std::uint64_t config);
+
 // perf_event_open with close-on-exec. The error keeps the kernel's errno.
 Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd);
 

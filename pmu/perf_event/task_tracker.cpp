@@ -129,11 +129,7 @@ Result<std::unique_ptr<TaskTracker>> TaskTracker::open(pid_t tid) {
     if (e.code == -ESRCH) return err(ESRCH, "no thread {}", tid);
     return err(-e.code, "the kernel refused to follow the children of thread {}: {}{}", tid, e.reason, paranoidHint());
   };
-  perf_event_attr a{};
-  a.type = PERF_TYPE_SOFTWARE;
-  a.config = PERF_COUNT_SW_DUMMY;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
+  perf_event_attr a = userSoftwareAttr(PERF_COUNT_SW_DUMMY);
   // Every record wakes the poller: the buffer's watermark is one byte, so
   // that a child's exit reaches the engine at once, not when half the buffer
   // is full.
@@ -145,14 +141,8 @@ Result<std::unique_ptr<TaskTracker>> TaskTracker::open(pid_t tid) {
   if (Status s = ring->map(anchor->get(), kTrackerPages); !s)
     return err(-s.code(), "{}{}", s.error().reason, paranoidHint());
 
-  perf_event_attr t{};
-  t.type = PERF_TYPE_SOFTWARE;
-  // Task-clock counts a thread's whole CPU time whatever exclude_kernel says,
-  // so a child's READ is its CPU time; user level only keeps it within
-  // perf_event_paranoid 2.
-  t.config = PERF_COUNT_SW_TASK_CLOCK;
-  t.exclude_kernel = 1;
-  t.exclude_hv = 1;
+  // A child's READ of task-clock is its whole CPU time.
+  perf_event_attr t = userSoftwareAttr(PERF_COUNT_SW_TASK_CLOCK);
   t.inherit = 1;
   t.inherit_stat = 1;  // a READ of each child's count at its exit
   t.task = 1;          // FORK and EXIT records

@@ -348,11 +348,7 @@ Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, std:
   if (target.kind == TargetKind::Thread) {
     auto p = poller();
     if (!p) return p.error();
-    perf_event_attr a{};
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_DUMMY;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
+    perf_event_attr a = perf::userSoftwareAttr(PERF_COUNT_SW_DUMMY);
     auto sentinel = perf::openEvent(a, target.id, -1, -1);
     // A perf event without a buffer reports POLLHUP at once: the control
     // page alone (no data pages) gives it one, so that the hang-up means
