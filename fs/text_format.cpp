@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "fs/pmd_attributes.h"
+#include "fs/session_flag.h"
 
 #ifndef PFMFS_VERSION
 #define PFMFS_VERSION "0.0.0"
@@ -92,15 +93,11 @@ std::string formatMode(session::Mode m) { return fmt::format("{}\n", session::to
 
 std::string formatFlags(const session::Flags& f) {
   std::string out;
-  auto add = [&out](bool on, const char* word) {
-    if (!on) return;
+  for (const auto& flag : kSessionFlags) {
+    if (!(f.*flag.field)) continue;
     if (!out.empty()) out += ' ';
-    out += word;
-  };
-  add(f.notify_block, "notify_block");
-  add(f.no_msg, "no_msg");
-  add(f.autoclose, "autoclose");
-  add(f.inherit, "inherit");
+    out += flag.name;
+  }
   return out + "\n";
 }
 

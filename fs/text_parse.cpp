@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fs/pmd_attributes.h"
+#include "fs/session_flag.h"
 #include "pmu/event_name.h"
 #include "pmu/number_text.h"
 
@@ -273,14 +274,10 @@ Result<session::Flags> parseFlags(std::string_view text) {
     std::vector<std::string_view> w = words(piece);
     if (w.empty()) return err(EINVAL, "flags: an empty word between commas in '{}'", printable(*line));
     for (std::string_view word : w) {
-      if (word == "notify_block") f.notify_block = true;
-      else if (word == "no_msg") f.no_msg = true;
-      else if (word == "autoclose") f.autoclose = true;
-      else if (word == "inherit") f.inherit = true;
-      else if (word == "none") return err(EINVAL, "flags: 'none' must stand alone");
-      else
-        return err(EINVAL, "flags: unknown flag '{}' (notify_block no_msg autoclose inherit, or none)",
-                   printable(word));
+      if (word == "none") return err(EINVAL, "flags: 'none' must stand alone");
+      const SessionFlag* flag = findSessionFlag(word);
+      if (!flag) return err(EINVAL, "flags: unknown flag '{}' ({}, or none)", printable(word), sessionFlagNames());
+      f.*flag->field = true;
       if (!seen.insert(word).second) return err(EINVAL, "flags: {} given twice", word);
     }
     if (comma == std::string_view::npos) break;
