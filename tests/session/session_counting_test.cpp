@@ -17,6 +17,7 @@
 
 #include "session/engine.h"
 #include "session/session.h"
+#include "tests/support/session_rig.h"
 #include "tests/support/sim_fixture.h"
 
 namespace {
@@ -40,6 +41,7 @@ using pfmfs::testing::kRefCycles;
 using pfmfs::testing::kUsr;
 using pfmfs::testing::SimConfig;
 using pfmfs::testing::SimEngine;
+using pfmfs::testing::simConfig;
 
 using u64 = std::uint64_t;
 
@@ -62,89 +64,7 @@ u64 phaseA(u64 t) {
   return 4 * ((t / period) * half + std::min(t % period, half));
 }
 
-// A sim configuration of the given counter width (manual clock).
-SimConfig simConfig(unsigned width, bool interrupts = true) {
-  SimConfig c;
-  c.width = width;
-  c.interrupts = interrupts;
-  return c;
-}
-
-// One engine, one root session loaded on this thread, and short helpers that
-// assert every step succeeds.
-class Rig {
- public:
-  explicit Rig(const SimConfig& config = {}) : sim_(config), s_(sim_.newSession()) {}
-
-  SimEngine& sim() { return sim_; }
-  Session& s() { return *s_; }
-
-  void pmc(unsigned set, unsigned index, u64 value) {
-    Status st = s_->writePmc(Caller::root(), set, PmcWrite{index, value, false});
-    ASSERT_TRUE(st.ok()) << "pmc" << index << ": " << st.error().reason;
-  }
-  void pmd(unsigned set, unsigned index, u64 value) {
-    PmdWrite w;
-    w.index = index;
-    w.value = value;
-    Status st = s_->writePmd(set, w);
-    ASSERT_TRUE(st.ok()) << "pmd" << index << ": " << st.error().reason;
-  }
-  void createSet(unsigned id) {
-    Status st = s_->createSet(id);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void timeSwitch(unsigned set, u64 ns) {
-    Status st = s_->setSwitch(set, SwitchSpec{true, ns, false});
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void load(std::optional<unsigned> set = std::nullopt) {
-    Status st = s_->load(Caller::root(), gettidNow(), set);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void start(std::optional<unsigned> set = std::nullopt) {
-    Status st = s_->start(set);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void stop() {
-    Status st = s_->stop();
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void unload() {
-    Status st = s_->unload();
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void advance(u64 ns) { sim_.advance(ns); }
-
-  u64 read(unsigned set, unsigned index) {
-    auto r = s_->readPmd(set, index);
-    EXPECT_TRUE(r.ok()) << "read pmd" << index << " of set " << set;
-    return r.ok() ? r->value : 0xdeadbeefdeadbeefull;
-  }
-  u64 readPmcValue(unsigned set, unsigned index) {
-    auto r = s_->readPmc(set, index);
-    EXPECT_TRUE(r.ok()) << "read pmc" << index << " of set " << set;
-    return r.ok() ? r->value : 0xdeadbeefdeadbeefull;
-  }
-  SetInfo info(unsigned set) {
-    auto r = s_->setInfo(set);
-    EXPECT_TRUE(r.ok()) << "setInfo " << set;
-    return r.ok() ? *r : SetInfo{};
-  }
-  StateInfo state() { return s_->state(); }
-
-  // The counts() line of (set, pmd); a failure and an empty line if absent.
-  CountLine line(unsigned set, unsigned pmd) {
-    for (const auto& c : s_->counts())
-      if (c.set == set && c.pmd == pmd) return c;
-    ADD_FAILURE() << "no counts line for set " << set << " pmd " << pmd;
-    return CountLine{};
-  }
-
- private:
-  SimEngine sim_;
-  std::shared_ptr<Session> s_;
-};
+using Rig = pfmfs::testing::SessionRig;
 
 // (set, pmd, value, enabled, running, scaled) of every counts() line.
 using Snapshot = std::vector<std::tuple<unsigned, unsigned, u64, u64, u64, std::optional<u64>>>;

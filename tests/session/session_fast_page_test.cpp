@@ -16,6 +16,7 @@
 #include "fastpath/fast_page.h"
 #include "session/engine.h"
 #include "session/session.h"
+#include "tests/support/session_rig.h"
 #include "tests/support/sim_fixture.h"
 
 namespace {
@@ -36,10 +37,9 @@ using pfmfs::testing::kCycles;
 using pfmfs::testing::kInstructions;
 using pfmfs::testing::SimConfig;
 using pfmfs::testing::SimEngine;
+using pfmfs::testing::neg;
 
 using u64 = std::uint64_t;
-
-u64 neg(u64 n) { return ~n + 1; }
 
 // What pfm_read_pmds returns of one PMD.
 struct Read {
@@ -79,37 +79,19 @@ PageView view(const Page& shared) {
   return v;
 }
 
-class Rig {
+class Rig : public pfmfs::testing::SessionRig {
  public:
-  explicit Rig(const SimConfig& config = {}) : sim_(config), s_(sim_.newSession()), page_(std::make_unique<Page>()) {
-    s_->setFastPage(page_.get());
+  explicit Rig(const SimConfig& config = {}) : SessionRig(config), page_(std::make_unique<Page>()) {
+    s().setFastPage(page_.get());
   }
-  ~Rig() { s_->setFastPage(nullptr); }
+  ~Rig() { s().setFastPage(nullptr); }
 
-  Session& s() { return *s_; }
   Page& page() { return *page_; }
-
-  void pmc(unsigned set, unsigned index, u64 value) {
-    Status st = s_->writePmc(Caller::root(), set, PmcWrite{index, value, false});
-    ASSERT_TRUE(st.ok()) << "pmc" << index << ": " << st.error().reason;
-  }
-  void pmd(unsigned set, const PmdWrite& w) {
-    Status st = s_->writePmd(set, w);
-    ASSERT_TRUE(st.ok()) << "pmd" << w.index << ": " << st.error().reason;
-  }
-  void pmd(unsigned set, unsigned index, u64 value) {
-    PmdWrite w;
-    w.index = index;
-    w.value = value;
-    pmd(set, w);
-  }
-  void ok(const Status& st) { ASSERT_TRUE(st.ok()) << st.error().reason; }
-  void advance(u64 ns) { sim_.advance(ns); }
 
   // What the mount would answer for the active set, now.
   Reads mount(unsigned set) {
     Reads out;
-    auto lines = s_->pmdStates(set);
+    auto lines = s().pmdStates(set);
     EXPECT_TRUE(lines.ok());
     if (lines.ok())
       for (const auto& l : *lines) out[l.index] = Read{l.state.value, l.state.last_reset, l.state.switch_left};
@@ -123,7 +105,7 @@ class Rig {
     PageView v = view(*page_);
     ASSERT_TRUE(v.usable);
     EXPECT_EQ(v.tid, gettidNow());
-    EXPECT_EQ(v.set, s_->state().set);
+    EXPECT_EQ(v.set, s().state().set);
     Reads m = mount(v.set);
     EXPECT_EQ(v.reads, m) << "page:" << v.reads << "\nmount:" << m;
     EXPECT_FALSE(v.reads.empty());
@@ -134,8 +116,6 @@ class Rig {
   }
 
  private:
-  SimEngine sim_;
-  std::shared_ptr<Session> s_;
   std::unique_ptr<Page> page_;
 };
 

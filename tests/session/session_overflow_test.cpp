@@ -21,6 +21,7 @@
 
 #include "session/engine.h"
 #include "session/session.h"
+#include "tests/support/session_rig.h"
 #include "tests/support/sim_fixture.h"
 
 namespace {
@@ -47,10 +48,11 @@ using pfmfs::testing::kInstructions;
 using pfmfs::testing::kUsr;
 using pfmfs::testing::SimConfig;
 using pfmfs::testing::SimEngine;
+using pfmfs::testing::neg;
+using pfmfs::testing::pmdWrite;
+using pfmfs::testing::simConfig;
 
 using u64 = std::uint64_t;
-
-constexpr u64 neg(u64 p) { return u64{0} - p; }
 
 constexpr u64 kPhaseA = 0x01f0 | kUsr;  // 4/ns in the first 1 ms of every 2 ms
 constexpr unsigned kFixedCtrl = 16;
@@ -58,38 +60,11 @@ constexpr unsigned kFixedCycles = 17;   // pmd17: cycles, 3/ns
 constexpr u64 kFixedCyclesUsr = 0x020;  // its FIXED_CTR_CTRL field, user level
 constexpr RegMask kPmd17 = RegMask{1} << 17;
 
-// A sim configuration of the given counter width (manual clock).
-SimConfig simConfig(unsigned width, bool interrupts = true) {
-  SimConfig c;
-  c.width = width;
-  c.interrupts = interrupts;
-  return c;
-}
-
-// A PMD write with its attributes: value, then whatever the test sets.
-PmdWrite pmdWrite(unsigned index, u64 value) {
-  PmdWrite w;
-  w.index = index;
-  w.value = value;
-  return w;
-}
-
-class Rig {
+class Rig : public pfmfs::testing::SessionRig {
  public:
-  explicit Rig(const SimConfig& config = {}) : sim_(config), s_(sim_.newSession()) {}
+  using SessionRig::SessionRig;
+  using SessionRig::pmd;
 
-  SimEngine& sim() { return sim_; }
-  Session& s() { return *s_; }
-
-  void pmc(unsigned set, unsigned index, u64 value, bool no_emul64 = false) {
-    Status st = s_->writePmc(Caller::root(), set, PmcWrite{index, value, no_emul64});
-    ASSERT_TRUE(st.ok()) << "pmc" << index << ": " << st.error().reason;
-  }
-  void pmd(unsigned set, const PmdWrite& w) {
-    Status st = s_->writePmd(set, w);
-    ASSERT_TRUE(st.ok()) << "pmd" << w.index << ": " << st.error().reason;
-  }
-  void pmd(unsigned set, unsigned index, u64 value) { pmd(set, pmdWrite(index, value)); }
   // A sampling counter: value neg(first), resets neg(short)/neg(long).
   void period(unsigned set, unsigned index, u64 first, std::optional<u64> short_p, std::optional<u64> long_p,
               bool notify) {
@@ -99,53 +74,6 @@ class Rig {
     w.notify = notify;
     pmd(set, w);
   }
-  void createSet(unsigned id) {
-    Status st = s_->createSet(id);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void setSwitch(unsigned set, SwitchSpec spec) {
-    Status st = s_->setSwitch(set, spec);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void flags(const Flags& f) {
-    Status st = s_->setFlags(f);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void loadAndStart() {
-    Status st = s_->load(Caller::root(), gettidNow());
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-    st = s_->start();
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void restart() {
-    Status st = s_->restart();
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void advance(u64 ns) { sim_.advance(ns); }
-
-  u64 read(unsigned set, unsigned index) { return readFull(set, index).value; }
-  PmdValue readFull(unsigned set, unsigned index) {
-    auto r = s_->readPmd(set, index);
-    EXPECT_TRUE(r.ok()) << "read pmd" << index << " of set " << set;
-    return r.ok() ? *r : PmdValue{0xdeadbeefdeadbeefull, {}};
-  }
-  SetInfo info(unsigned set) {
-    auto r = s_->setInfo(set);
-    EXPECT_TRUE(r.ok()) << "setInfo " << set;
-    return r.ok() ? *r : SetInfo{};
-  }
-  StateInfo state() { return s_->state(); }
-  std::vector<Message> take() { return s_->takeMessages(1000); }
-  CountLine line(unsigned set, unsigned pmd) {
-    for (const auto& c : s_->counts())
-      if (c.set == set && c.pmd == pmd) return c;
-    ADD_FAILURE() << "no counts line for set " << set << " pmd " << pmd;
-    return CountLine{};
-  }
-
- private:
-  SimEngine sim_;
-  std::shared_ptr<Session> s_;
 };
 
 // An overflow message of this thread.
