@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <string_view>
 
 #include "session/register_rules.h"
@@ -37,21 +36,5 @@ inline constexpr PmdAttribute kPmdAttributes[] = {
     {"notify", PmdAttribute::Kind::Flag, nullptr, &session::PmdWrite::notify},
     {"random", PmdAttribute::Kind::Flag, nullptr, &session::PmdWrite::random},
 };
-
-inline const PmdAttribute* findPmdAttribute(std::string_view name) {
-  for (const auto& a : kPmdAttributes)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-// "long_reset short_reset ... random": what an error lists.
-inline std::string pmdAttributeNames() {
-  std::string out;
-  for (const auto& a : kPmdAttributes) {
-    if (!out.empty()) out += ' ';
-    out += a.name;
-  }
-  return out;
-}
 
 }  // namespace pfmfs::fs

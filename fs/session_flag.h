@@ -4,7 +4,6 @@
 // field of session::Flags).
 #pragma once
 
-#include <string>
 #include <string_view>
 
 #include "session/session.h"
@@ -22,21 +21,5 @@ inline constexpr SessionFlag kSessionFlags[] = {
     {"autoclose", &session::Flags::autoclose},
     {"inherit", &session::Flags::inherit},
 };
-
-inline const SessionFlag* findSessionFlag(std::string_view name) {
-  for (const auto& f : kSessionFlags)
-    if (f.name == name) return &f;
-  return nullptr;
-}
-
-// "notify_block no_msg autoclose inherit": what an error lists.
-inline std::string sessionFlagNames() {
-  std::string out;
-  for (const auto& f : kSessionFlags) {
-    if (!out.empty()) out += ' ';
-    out += f.name;
-  }
-  return out;
-}
 
 }  // namespace pfmfs::fs

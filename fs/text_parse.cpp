@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <set>
 
+#include "fs/name_table.h"
 #include "fs/pmd_attributes.h"
 #include "fs/session_flag.h"
 #include "pmu/event_name.h"
@@ -171,7 +172,7 @@ Result<session::PmdWrite> parsePmdWrite(unsigned index, std::string_view text) {
   out.index = index;
   auto value = parseNumber(w[0]);
   if (!value) {
-    const PmdAttribute* a = findPmdAttribute(w[0].substr(0, w[0].find('=')));
+    const PmdAttribute* a = findByName(kPmdAttributes, w[0].substr(0, w[0].find('=')));
     if (w[0].find('=') != std::string_view::npos || (a && a->kind == PmdAttribute::Kind::Flag))
       return err(EINVAL, "pmd{}: the value must come first, before '{}'", index, printable(w[0]));
     return err(EINVAL, "pmd{}: {}", index, value.error().reason);
@@ -183,8 +184,9 @@ Result<session::PmdWrite> parsePmdWrite(unsigned index, std::string_view text) {
     std::string_view word = w[i];
     std::size_t eq = word.find('=');
     std::string_view key = word.substr(0, eq);
-    const PmdAttribute* a = findPmdAttribute(key);
-    if (!a) return err(EINVAL, "pmd{}: unknown attribute '{}' ({})", index, printable(word), pmdAttributeNames());
+    const PmdAttribute* a = findByName(kPmdAttributes, key);
+    if (!a)
+      return err(EINVAL, "pmd{}: unknown attribute '{}' ({})", index, printable(word), namesOf(kPmdAttributes));
     auto st = parsePmdAttribute(index, *a, eq == std::string_view::npos ? std::nullopt
                                                                         : std::optional(word.substr(eq + 1)),
                                 out);
@@ -275,8 +277,9 @@ Result<session::Flags> parseFlags(std::string_view text) {
     if (w.empty()) return err(EINVAL, "flags: an empty word between commas in '{}'", printable(*line));
     for (std::string_view word : w) {
       if (word == "none") return err(EINVAL, "flags: 'none' must stand alone");
-      const SessionFlag* flag = findSessionFlag(word);
-      if (!flag) return err(EINVAL, "flags: unknown flag '{}' ({}, or none)", printable(word), sessionFlagNames());
+      const SessionFlag* flag = findByName(kSessionFlags, word);
+      if (!flag)
+        return err(EINVAL, "flags: unknown flag '{}' ({}, or none)", printable(word), namesOf(kSessionFlags));
       f.*flag->field = true;
       if (!seen.insert(word).second) return err(EINVAL, "flags: {} given twice", word);
     }
