@@ -795,8 +795,8 @@ class DaemonTest(MountTestCase):
         m._cleanupAfterFailure()
         m.proc = None
 
-    def keeperOf(self, m):
-        """The daemon's pfmfsd-unmount child (docs/pfmfsd.8.md): its pid."""
+    def keeperPids(self, m):
+        """The daemon's children named pfmfsd-unmount."""
         kids = []
         for pid in filter(str.isdigit, os.listdir('/proc')):
             try:
@@ -806,8 +806,25 @@ class DaemonTest(MountTestCase):
                 continue
             if comm.endswith('(pfmfsd-unmount') and int(rest.split()[1]) == m.proc.pid:
                 kids.append(int(pid))
-        self.assertEqual(len(kids), 1, f'children named pfmfsd-unmount of {m.proc.pid}: {kids}')
-        return kids[0]
+        return kids
+
+    def keeperOf(self, m):
+        """The daemon's pfmfsd-unmount child (docs/pfmfsd.8.md), once it has
+        set itself up. pfmfsd forks it as it mounts; the child names itself,
+        drops its capabilities and closes what it inherited, the closing last,
+        on its own time: a loaded machine may not have run it yet when the
+        mount answers. So wait for it to hold two descriptors, then check."""
+        def settled():
+            kids = self.keeperPids(m)
+            if len(kids) != 1:
+                return None
+            try:
+                return kids[0] if len(os.listdir(f'/proc/{kids[0]}/fd')) == 2 else None
+            except OSError:
+                return None
+        keeper = waitFor(settled)
+        self.assertIsNotNone(keeper, f'pfmfsd-unmount children of {m.proc.pid}, none set up: {self.keeperPids(m)}')
+        return keeper
 
     def test_the_unmount_keeper_holds_the_socket_alone_and_ends_with_the_daemon(self):
         m = self.startMount()
