@@ -42,7 +42,9 @@ Status perfUsable() {
 Model detectModel() {
   if (::access("/sys/bus/event_source/devices/cpu", F_OK) != 0) return Model::Software;
   if (cpuidGeneralCounters() == 0) return Model::Software;
-  perf_event_attr a = counterAttr({PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, false, true}, /*leads=*/true);
+  const CounterEvent instructions{
+      .type = PERF_TYPE_HARDWARE, .config = PERF_COUNT_HW_INSTRUCTIONS, .exclude_user = false, .exclude_kernel = true};
+  perf_event_attr a = counterAttr(instructions, /*leads=*/true);
   auto fd = openEvent(a, 0, -1, -1);
   return fd ? Model::X86 : Model::Software;
 }

@@ -31,8 +31,8 @@ struct CounterEvent {
   bool operator==(const CounterEvent&) const = default;
 };
 
-// The one perf_event_attr of a counter, for the counting, sampling and
-// inherited groups alike: the event at its privilege levels, never the
+// The one perf_event_attr of a counter, for the target's counting group
+// (with its overflow period) and the inherited group alike: the event at its privilege levels, never the
 // hypervisor, and disabled when it leads its group (members follow their
 // leader, which the backend enables). Each caller adds only what is its own
 // (read_format, a period, inherit).
