@@ -61,10 +61,9 @@ int main() {
   check("advance", engine.advanceManualClock(run_ns));
   check("stop", s.stop());
 
-  std::printf("pfmfs engine demo: sim backend, manual clock, %.1f ms, two sets switching every 1 ms\n\n",
-              run_ns / 1e6);
-  std::printf("%-4s %-30s %12s %12s %12s %12s %12s\n", "set", "event", "value", "running_ns", "enabled_ns",
-              "scaled", "true");
+  std::printf("pfmfs engine demo: sim backend, manual clock, %.1f ms, two sets switching every 1 ms\n\n", run_ns / 1e6);
+  std::printf("%-4s %-30s %12s %12s %12s %12s %12s\n", "set", "event", "value", "running_ns", "enabled_ns", "scaled",
+              "true");
   for (const auto& c : s.counts()) {
     const char* name = events[c.set][c.pmd];
     auto spec = pmu::parseEventName(desc, name);

@@ -57,12 +57,12 @@ struct Page {
   std::uint32_t version;  // kVersion
   std::uint64_t seq;      // odd while the daemon writes; read through snapshot()
   // ---- what follows is only meaningful in a consistent snapshot
-  std::uint32_t usable;      // 0: the reader must ask the mount (unloaded, masked, ...)
-  std::int32_t target_tid;   // the thread the session is loaded on
+  std::uint32_t usable;       // 0: the reader must ask the mount (unloaded, masked, ...)
+  std::int32_t target_tid;    // the thread the session is loaded on
   std::uint32_t read_format;  // kPerfGroup: the leader's perf_event_attr.read_format
-  std::uint32_t set;         // the active set
-  std::uint64_t group;       // kPerfGroup: which perf group, never 0 (a new number: new descriptors)
-  std::uint64_t group_size;  // kPerfGroup: members in the group's read
+  std::uint32_t set;          // the active set
+  std::uint64_t group;        // kPerfGroup: which perf group, never 0 (a new number: new descriptors)
+  std::uint64_t group_size;   // kPerfGroup: members in the group's read
   // kPerfGroup: a time switch is due when the group's time_running
   // reaches this (UINT64_MAX: none); from then on only the mount answers.
   std::uint64_t switch_running_ns;

@@ -22,8 +22,8 @@ inline constexpr std::uint64_t kFormatLost = 1u << 4;
 // The words a group read returns for `members` members: nr, the times the
 // format asks for, then per member its value, id and lost as asked.
 inline std::size_t groupReadWords(std::uint64_t read_format, std::uint64_t members) {
-  const std::size_t head = 1 + ((read_format & kFormatTotalTimeEnabled) ? 1 : 0) +
-                           ((read_format & kFormatTotalTimeRunning) ? 1 : 0);
+  const std::size_t head =
+      1 + ((read_format & kFormatTotalTimeEnabled) ? 1 : 0) + ((read_format & kFormatTotalTimeRunning) ? 1 : 0);
   const std::size_t per = 1 + ((read_format & kFormatId) ? 1 : 0) + ((read_format & kFormatLost) ? 1 : 0);
   return head + per * static_cast<std::size_t>(members);
 }
@@ -31,12 +31,11 @@ inline std::size_t groupReadWords(std::uint64_t read_format, std::uint64_t membe
 // The members' values out of a group read of `words` words (`values` has
 // room for `members`). False unless the read is a group read of exactly
 // `members` members in this format: the group changed, ask the mount.
-inline bool groupValues(const std::uint64_t* buf, std::size_t words, std::uint64_t read_format,
-                        std::uint64_t members, std::uint64_t* values) {
-  if (!(read_format & kFormatGroup) || words != groupReadWords(read_format, members) || buf[0] != members)
-    return false;
-  const std::size_t head = 1 + ((read_format & kFormatTotalTimeEnabled) ? 1 : 0) +
-                           ((read_format & kFormatTotalTimeRunning) ? 1 : 0);
+inline bool groupValues(const std::uint64_t* buf, std::size_t words, std::uint64_t read_format, std::uint64_t members,
+                        std::uint64_t* values) {
+  if (!(read_format & kFormatGroup) || words != groupReadWords(read_format, members) || buf[0] != members) return false;
+  const std::size_t head =
+      1 + ((read_format & kFormatTotalTimeEnabled) ? 1 : 0) + ((read_format & kFormatTotalTimeRunning) ? 1 : 0);
   const std::size_t per = 1 + ((read_format & kFormatId) ? 1 : 0) + ((read_format & kFormatLost) ? 1 : 0);
   for (std::uint64_t m = 0; m < members; ++m) values[m] = buf[head + per * m];
   return true;

@@ -31,7 +31,8 @@ Status dropCapabilities(const std::vector<int>& keep, const std::vector<int>& do
   bool had_admin = capng_have_capability(CAPNG_PERMITTED, CAP_SYS_ADMIN);
   capng_clear(CAPNG_SELECT_BOTH);
   for (int cap : keep) {
-    if (capng_update(CAPNG_ADD, static_cast<capng_type_t>(CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET), cap) != 0)
+    if (capng_update(CAPNG_ADD, static_cast<capng_type_t>(CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET),
+                     cap) != 0)
       return err(EINVAL, "capability {} cannot be kept", cap);
   }
   for (int cap : dormant) {
@@ -61,7 +62,8 @@ bool inDaemonUserNamespace(pid_t pid) {
   std::string link = "/proc/" + std::to_string(pid) + "/ns/user";
   ssize_t a = ::readlink("/proc/self/ns/user", mine, sizeof mine - 1);
   ssize_t b = ::readlink(link.c_str(), theirs, sizeof theirs - 1);
-  if (a > 0 && b > 0) return std::string(mine, static_cast<std::size_t>(a)) == std::string(theirs, static_cast<std::size_t>(b));
+  if (a > 0 && b > 0)
+    return std::string(mine, static_cast<std::size_t>(a)) == std::string(theirs, static_cast<std::size_t>(b));
   std::string own = pmu::readSmallFile("/proc/self/uid_map");
   std::string other = pmu::readSmallFile("/proc/" + std::to_string(pid) + "/uid_map");
   return !own.empty() && own == other;

@@ -2,8 +2,8 @@
 // backend needs (docs/pfmfsd.8.md lists them per backend).
 #pragma once
 
-#include <string>
 #include <sys/types.h>
+#include <string>
 #include <vector>
 
 #include "pmu/result.h"

@@ -88,43 +88,66 @@ const std::vector<Row>& rows() {
                  }});
     for (const pmu::BackendEntry* e : pmu::backendEntries())
       for (const OptionSpec& spec : e->options) t.push_back({spec, keepForBackend});
-    t.push_back({{.name = "tick", .kind = Kind::Count, .value_name = "NS",
-                  .help = "engine timer period in ns, >= 1000 (default 1000000)", .lo = 1000},
+    t.push_back({{.name = "tick",
+                  .kind = Kind::Count,
+                  .value_name = "NS",
+                  .help = "engine timer period in ns, >= 1000 (default 1000000)",
+                  .lo = 1000},
                  [](DaemonOptions& o, const OptionValue& v) -> Status {
                    o.engine.tick_ns = v.number;
                    return {};
                  }});
-    t.push_back({{.name = "max-sessions-per-user", .kind = Kind::Count, .value_name = "N",
-                  .help = "sessions one uid may create (default 64)", .lo = 1, .hi = UINT_MAX},
+    t.push_back({{.name = "max-sessions-per-user",
+                  .kind = Kind::Count,
+                  .value_name = "N",
+                  .help = "sessions one uid may create (default 64)",
+                  .lo = 1,
+                  .hi = UINT_MAX},
                  [](DaemonOptions& o, const OptionValue& v) -> Status {
                    o.engine.max_sessions_per_user = static_cast<unsigned>(v.number);
                    return {};
                  }});
-    t.push_back({{.name = "max-sets", .kind = Kind::Count, .value_name = "N",
-                  .help = "event sets per session, 1..65536 (default 64)", .lo = 1, .hi = 65536},  // ids 0..65535
+    t.push_back({{.name = "max-sets",
+                  .kind = Kind::Count,
+                  .value_name = "N",
+                  .help = "event sets per session, 1..65536 (default 64)",
+                  .lo = 1,
+                  .hi = 65536},  // ids 0..65535
                  [](DaemonOptions& o, const OptionValue& v) -> Status {
                    o.engine.max_sets = static_cast<unsigned>(v.number);
                    return {};
                  }});
-    t.push_back({{.name = "max-messages", .kind = Kind::Count, .value_name = "N",
-                  .help = "queued messages per session (default 64)", .lo = 1, .hi = UINT_MAX},
+    t.push_back({{.name = "max-messages",
+                  .kind = Kind::Count,
+                  .value_name = "N",
+                  .help = "queued messages per session (default 64)",
+                  .lo = 1,
+                  .hi = UINT_MAX},
                  [](DaemonOptions& o, const OptionValue& v) -> Status {
                    o.engine.max_messages = static_cast<unsigned>(v.number);
                    return {};
                  }});
-    t.push_back({{.name = "fastpath-deadline", .kind = Kind::Count, .value_name = "MS",
-                  .help = "ms a fast-path connection has to send its request, 1..60000 (default 250)", .lo = 1,
+    t.push_back({{.name = "fastpath-deadline",
+                  .kind = Kind::Count,
+                  .value_name = "MS",
+                  .help = "ms a fast-path connection has to send its request, 1..60000 (default 250)",
+                  .lo = 1,
                   .hi = 60000},
                  [](DaemonOptions& o, const OptionValue& v) -> Status {
                    o.fastpath_deadline_ms = static_cast<unsigned>(v.number);
                    return {};
                  }});
-    t.push_back({{.name = "allow-kernel", .kind = Kind::Flag, .value_name = "", .help = "let non-root users count at kernel level (the OS bit)"},
+    t.push_back({{.name = "allow-kernel",
+                  .kind = Kind::Flag,
+                  .value_name = "",
+                  .help = "let non-root users count at kernel level (the OS bit)"},
                  [](DaemonOptions& o, const OptionValue&) -> Status {
                    o.allow_kernel = true;
                    return {};
                  }});
-    t.push_back({{.name = "system-group", .kind = Kind::Text, .value_name = "GROUP",
+    t.push_back({{.name = "system-group",
+                  .kind = Kind::Text,
+                  .value_name = "GROUP",
                   .help = "group (name or number) whose members may load system-wide sessions"},
                  [](DaemonOptions& o, const OptionValue& v) -> Status {
                    auto g = lookupGroup(v.text);
@@ -178,8 +201,8 @@ Status checkBackendOptions(const DaemonOptions& o) {
       if (i > 0) list += i + 1 == owner->options.size() ? " and " : ", ";
       list += fmt::format("--{}", owner->options[i].name);
     }
-    return err(EINVAL, "{} {} {}: not with --pmu={}", list, owner->options.size() > 1 ? "shape" : "shapes",
-               owner->what, o.pmu);
+    return err(EINVAL, "{} {} {}: not with --pmu={}", list, owner->options.size() > 1 ? "shape" : "shapes", owner->what,
+               o.pmu);
   }
   return {};
 }
@@ -195,10 +218,10 @@ Status checkBackendOptions(const DaemonOptions& o) {
 // atime, noatime) go on to it.
 bool ignoredMountOption(std::string_view opt) {
   static constexpr std::string_view kExact[] = {
-      "defaults", "auto",     "noauto",      "user",     "nouser",      "users",    "nousers",     "owner",
-      "noowner",  "group",    "nogroup",     "_netdev",  "nofail",      "relatime", "norelatime",  "strictatime",
+      "defaults",      "auto",     "noauto",     "user",     "nouser",     "users",     "nousers",     "owner",
+      "noowner",       "group",    "nogroup",    "_netdev",  "nofail",     "relatime",  "norelatime",  "strictatime",
       "nostrictatime", "lazytime", "nolazytime", "diratime", "nodiratime", "symfollow", "nosymfollow", "silent",
-      "loud",     "iversion", "noiversion",  "mand",     "nomand",
+      "loud",          "iversion", "noiversion", "mand",     "nomand",
   };
   static constexpr std::string_view kPrefixes[] = {"x-", "X-", "comment=", "helper=", "uhelper="};
   for (auto e : kExact)
@@ -351,7 +374,10 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
     // descriptor as /dev/fd/N: with its own options, not pfmfsd's
     // default_permissions, on which every file's access check relies.
     if (mountpoint.rfind("/dev/fd/", 0) == 0)
-      return err(EINVAL, "mount point {}: a FUSE descriptor mounted by someone else (mount.fuse3's drop_privileges) is not supported: pfmfsd mounts itself", printable(mountpoint));
+      return err(EINVAL,
+                 "mount point {}: a FUSE descriptor mounted by someone else (mount.fuse3's drop_privileges) is not "
+                 "supported: pfmfsd mounts itself",
+                 printable(mountpoint));
     auto abs = pmu::absolutePath(mountpoint);
     if (!abs) return abs.error();
     o.mountpoint = *abs;
@@ -360,7 +386,8 @@ Result<DaemonOptions> parseDaemonOptions(int argc, const char* const* argv) {
 }
 
 std::string usageText() {
-  std::string out = "usage: pfmfsd [options] [[SOURCE] MOUNTPOINT]   (default mount point /run/pfmfs; SOURCE is ignored)\n";
+  std::string out =
+      "usage: pfmfsd [options] [[SOURCE] MOUNTPOINT]   (default mount point /run/pfmfs; SOURCE is ignored)\n";
   auto line = [&out](const std::string& left, std::string_view help) {
     out += fmt::format("  {:<32} {}\n", left, help);
   };

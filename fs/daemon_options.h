@@ -28,14 +28,14 @@ struct DaemonOptions {
   bool debug = false;                     // -d: FUSE's debug output, implies -f
   std::vector<std::string> fuse_options;  // for libfuse: each -o argument's options pfmfsd did not take, comma-joined
   std::vector<std::string> ignored_mount_options;  // mount(8)'s options that say nothing to pfmfsd (-o nofail)
-  std::string pmu = "auto";               // --pmu=auto or a backend's name (pmu/backend_registry.h)
-  pmu::OptionValues backend_options;      // the backends' own options given (--sim-width, --perf-model)
-  session::EngineOptions engine;          // --tick, --max-sessions-per-user, --max-sets, --max-messages
-  unsigned fastpath_deadline_ms = 250;    // --fastpath-deadline=MS (FastPathServer::Limits)
-  bool allow_kernel = false;              // --allow-kernel
-  std::optional<gid_t> system_group;      // --system-group=GROUP (name or number)
-  bool help = false;                      // --help: print usageText() and exit 0
-  bool version = false;                   // --version: print "pfmfsd VERSION" and exit 0
+  std::string pmu = "auto";                        // --pmu=auto or a backend's name (pmu/backend_registry.h)
+  pmu::OptionValues backend_options;               // the backends' own options given (--sim-width, --perf-model)
+  session::EngineOptions engine;                   // --tick, --max-sessions-per-user, --max-sets, --max-messages
+  unsigned fastpath_deadline_ms = 250;             // --fastpath-deadline=MS (FastPathServer::Limits)
+  bool allow_kernel = false;                       // --allow-kernel
+  std::optional<gid_t> system_group;               // --system-group=GROUP (name or number)
+  bool help = false;                               // --help: print usageText() and exit 0
+  bool version = false;                            // --version: print "pfmfsd VERSION" and exit 0
 };
 
 // argv[0] is skipped. Both "--opt=value" and "--opt value" are accepted for

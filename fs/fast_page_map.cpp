@@ -16,7 +16,8 @@ namespace pfmfs::fs {
 Result<FastPageMap> FastPageMap::create(const char* name) {
   pmu::Fd fd(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) return err(errno, "memfd_create: {}", std::strerror(errno));
-  if (::ftruncate(fd.get(), fastpath::kPageBytes) != 0) return err(errno, "ftruncate of the fast-path page: {}", std::strerror(errno));
+  if (::ftruncate(fd.get(), fastpath::kPageBytes) != 0)
+    return err(errno, "ftruncate of the fast-path page: {}", std::strerror(errno));
   void* p = ::mmap(nullptr, fastpath::kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED) return err(errno, "mmap of the fast-path page: {}", std::strerror(errno));
   // Our writable mapping stays; nobody gets another (F_SEAL_FUTURE_WRITE,

@@ -98,7 +98,8 @@ Result<std::unique_ptr<FastPathServer>> FastPathServer::start(Filesystem& fs, Li
     if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len) == 0) break;
     if (errno != EADDRINUSE || attempt == 8) return err(errno, "fast-path socket @{}: {}", name, std::strerror(errno));
   }
-  if (::listen(listener.get(), 128) != 0) return err(errno, "fast-path socket @{}: listen: {}", name, std::strerror(errno));
+  if (::listen(listener.get(), 128) != 0)
+    return err(errno, "fast-path socket @{}: listen: {}", name, std::strerror(errno));
   // What a client's SO_PEERCRED will say of us: the kernel took it at listen().
   ucred self{};
   socklen_t self_len = sizeof self;
@@ -212,7 +213,8 @@ void FastPathServer::serve(const Conn& c) {
   char buf[kMaxRequest + 1];
   ssize_t n = ::recv(conn, buf, sizeof buf, MSG_DONTWAIT);
   if (n <= 0) return;
-  if (static_cast<std::size_t>(n) > kMaxRequest) return reply(conn, err(EINVAL, "request of more than {} bytes", kMaxRequest));
+  if (static_cast<std::size_t>(n) > kMaxRequest)
+    return reply(conn, err(EINVAL, "request of more than {} bytes", kMaxRequest));
   std::string_view req(buf, static_cast<std::size_t>(n));
   auto word = [&req]() {
     std::size_t sp = req.find(' ');

@@ -59,7 +59,6 @@ void Filesystem::messagesQueued(Session& s) {
   if (e && e->session.get() == &s) e->waiters->wake();
 }
 
-
 void Filesystem::threadExited(pid_t tid) {
   std::vector<std::shared_ptr<SessionEntry>> orphans;
   {
@@ -95,7 +94,6 @@ void Filesystem::autoclose(const std::shared_ptr<SessionEntry>& e) {
   }
 }
 
-
 void Filesystem::shutdown() {
   std::vector<std::shared_ptr<SessionEntry>> all;
   {
@@ -129,7 +127,9 @@ void opGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) { fsOf(req).geta
 void opSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   fsOf(req).setattr(req, ino, attr, to_set);
 }
-void opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) { fsOf(req).mkdir(req, parent, name, mode); }
+void opMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  fsOf(req).mkdir(req, parent, name, mode);
+}
 void opRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) { fsOf(req).rmdir(req, parent, name); }
 void opNotPermitted(fuse_req_t req) { fuse_reply_err(req, EPERM); }
 void opMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { opNotPermitted(req); }

@@ -59,9 +59,9 @@ struct NameMode {
   mode_t mode;
 };
 inline constexpr NameMode kSessionFiles[] = {
-    {"mode", SessionFile::Mode, 0600},       {"flags", SessionFile::Flags, 0600},
-    {"ctl", SessionFile::Ctl, 0200},         {"state", SessionFile::State, 0400},
-    {"error", SessionFile::Error, 0400},     {"counts", SessionFile::Counts, 0400},
+    {"mode", SessionFile::Mode, 0600},         {"flags", SessionFile::Flags, 0600},
+    {"ctl", SessionFile::Ctl, 0200},           {"state", SessionFile::State, 0400},
+    {"error", SessionFile::Error, 0400},       {"counts", SessionFile::Counts, 0400},
     {"messages", SessionFile::Messages, 0400}, {"msg", SessionFile::Msg, 0400},
 };
 
@@ -81,11 +81,15 @@ struct DescNameMode {
   const char* name;
   DescField field;
 };
-inline constexpr DescNameMode kPmcFields[] = {
-    {"name", DescField::Name}, {"addr", DescField::Addr}, {"dfl_val", DescField::DflVal}, {"rsvd_msk", DescField::RsvdMsk},
-    {"pmds", DescField::Pmds}};
-inline constexpr DescNameMode kPmdFields[] = {
-    {"name", DescField::Name}, {"addr", DescField::Addr}, {"width", DescField::Width}, {"rsvd_msk", DescField::RsvdMsk}};
+inline constexpr DescNameMode kPmcFields[] = {{"name", DescField::Name},
+                                              {"addr", DescField::Addr},
+                                              {"dfl_val", DescField::DflVal},
+                                              {"rsvd_msk", DescField::RsvdMsk},
+                                              {"pmds", DescField::Pmds}};
+inline constexpr DescNameMode kPmdFields[] = {{"name", DescField::Name},
+                                              {"addr", DescField::Addr},
+                                              {"width", DescField::Width},
+                                              {"rsvd_msk", DescField::RsvdMsk}};
 
 // "pmc12" -> 12; nullopt unless PREFIX followed by a canonical decimal.
 inline std::optional<unsigned> indexAfter(std::string_view name, std::string_view prefix, unsigned max) {

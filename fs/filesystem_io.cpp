@@ -66,31 +66,43 @@ void Filesystem::release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   autoclose(e);
 }
 
-
 Result<std::string> Filesystem::render(const Node& n) {
   switch (n.kind) {
-    case NodeKind::Version: return formatVersion();
-    case NodeKind::PmuInfo: return formatPmuInfo(engine_.backend(), engine_.options().tick_ns, fastpath_);
-    case NodeKind::PmuEvents: return formatEvents(desc_);
-    case NodeKind::DescModel: return desc_.model + "\n";
+    case NodeKind::Version:
+      return formatVersion();
+    case NodeKind::PmuInfo:
+      return formatPmuInfo(engine_.backend(), engine_.options().tick_ns, fastpath_);
+    case NodeKind::PmuEvents:
+      return formatEvents(desc_);
+    case NodeKind::DescModel:
+      return desc_.model + "\n";
     case NodeKind::DescField: {
       if (n.pmd) {
         const pmu::PmdDesc* d = desc_.pmd(n.reg);
         switch (n.descField()) {
-          case DescField::Name: return d->name + "\n";
-          case DescField::Addr: return hex(d->addr);
-          case DescField::Width: return fmt::format("{}\n", d->width);
-          case DescField::RsvdMsk: return hex(0);  // every bit of a counter is writable
+          case DescField::Name:
+            return d->name + "\n";
+          case DescField::Addr:
+            return hex(d->addr);
+          case DescField::Width:
+            return fmt::format("{}\n", d->width);
+          case DescField::RsvdMsk:
+            return hex(0);  // every bit of a counter is writable
           case DescField::DflVal:
-          case DescField::Pmds: break;
+          case DescField::Pmds:
+            break;
         }
       } else {
         const pmu::PmcDesc* d = desc_.pmc(n.reg);
         switch (n.descField()) {
-          case DescField::Name: return d->name + "\n";
-          case DescField::Addr: return hex(d->addr);
-          case DescField::DflVal: return hex(d->dfl_val);
-          case DescField::RsvdMsk: return hex(d->rsvd_mask);
+          case DescField::Name:
+            return d->name + "\n";
+          case DescField::Addr:
+            return hex(d->addr);
+          case DescField::DflVal:
+            return hex(d->dfl_val);
+          case DescField::RsvdMsk:
+            return hex(d->rsvd_mask);
           case DescField::Pmds: {
             // The counters this PMC configures (libpfm-compat's dispatch needs it).
             pmu::RegMask m = 0;
@@ -98,7 +110,8 @@ Result<std::string> Filesystem::render(const Node& n) {
               if (pmd.ctl_pmc == d->index) m |= pmu::RegMask{1} << pmd.index;
             return hex(m);
           }
-          case DescField::Width: break;
+          case DescField::Width:
+            break;
         }
       }
       return err(ENOENT, "no such field");
@@ -106,15 +119,20 @@ Result<std::string> Filesystem::render(const Node& n) {
     case NodeKind::SessionFile: {
       Session& s = *n.session->session;
       switch (n.sessionFile()) {
-        case SessionFile::Mode: return formatMode(s.mode());
-        case SessionFile::Flags: return formatFlags(s.flags());
-        case SessionFile::State: return formatState(s.state());
+        case SessionFile::Mode:
+          return formatMode(s.mode());
+        case SessionFile::Flags:
+          return formatFlags(s.flags());
+        case SessionFile::State:
+          return formatState(s.state());
         case SessionFile::Error: {
           std::string e = s.error();
           return e.empty() ? e : e + "\n";
         }
-        case SessionFile::Counts: return formatCounts(s.counts());
-        default: break;
+        case SessionFile::Counts:
+          return formatCounts(s.counts());
+        default:
+          break;
       }
       return err(EACCES, "not readable");
     }
@@ -279,9 +297,12 @@ Status Filesystem::control(const session::Caller& opener, SessionEntry& e, std::
       if (st && s.mode() == session::Mode::Thread && watcher_) watcher_->watch(cmd->target);
       return st;
     }
-    case Kind::Start: return s.start(cmd->set);
-    case Kind::Stop: return s.stop();
-    case Kind::Restart: return s.restart();
+    case Kind::Start:
+      return s.start(cmd->set);
+    case Kind::Stop:
+      return s.stop();
+    case Kind::Restart:
+      return s.restart();
     case Kind::Unload: {
       auto target = s.loadedTarget();
       Status st = s.unload();

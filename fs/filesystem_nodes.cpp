@@ -56,7 +56,8 @@ std::optional<Node> Filesystem::makeChild(const Node& parent, std::string_view n
       return n;
     }
     case NodeKind::DescRegDir:
-      for (const auto& f : parent.pmd ? std::span<const DescNameMode>(kPmdFields) : std::span<const DescNameMode>(kPmcFields)) {
+      for (const auto& f :
+           parent.pmd ? std::span<const DescNameMode>(kPmdFields) : std::span<const DescNameMode>(kPmcFields)) {
         if (name != f.name) continue;
         Node n = makeNode(NodeKind::DescField);
         n.pmd = parent.pmd;

@@ -59,8 +59,8 @@ void Filesystem::setattr(fuse_req_t req, fuse_ino_t ino, const struct stat*, int
   if (!mayUse(req, *n)) return (void)fuse_reply_err(req, EACCES);
   // Truncating a writable file is what a shell's `>` does before writing:
   // harmless, since every write is a whole value. Nothing else changes.
-  constexpr int kHarmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-                            FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+  constexpr int kHarmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+                            FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
   if ((to_set & ~kHarmless) != 0) return (void)fuse_reply_err(req, EPERM);
   if ((to_set & FUSE_SET_ATTR_SIZE) && !writable(*n)) return (void)fuse_reply_err(req, EACCES);
   struct stat st = attrOf(*n);
@@ -161,7 +161,6 @@ void Filesystem::destroy(const std::shared_ptr<SessionEntry>& e) {
   log(LogLevel::Debug, "session {} destroyed", e->session->name());
 }
 
-
 void Filesystem::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   NodePtr n = inodes_.get(ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
@@ -193,7 +192,8 @@ void Filesystem::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       for (const auto& pmd : desc_.pmds) add(fmt::format("pmd{}", pmd.index), S_IFDIR);
       break;
     case NodeKind::DescRegDir:
-      for (const auto& f : n->pmd ? std::span<const DescNameMode>(kPmdFields) : std::span<const DescNameMode>(kPmcFields))
+      for (const auto& f :
+           n->pmd ? std::span<const DescNameMode>(kPmdFields) : std::span<const DescNameMode>(kPmcFields))
         add(f.name, S_IFREG);
       break;
     case NodeKind::SessionsDir: {

@@ -38,8 +38,7 @@ NodePtr InodeTable::get(fuse_ino_t ino) const {
   return it == nodes_.end() ? nullptr : it->second.node;
 }
 
-NodePtr InodeTable::lookup(fuse_ino_t parent, std::string_view name,
-                           const std::function<std::optional<Node>()>& make) {
+NodePtr InodeTable::lookup(fuse_ino_t parent, std::string_view name, const std::function<std::optional<Node>()>& make) {
   std::lock_guard lock(mutex_);
   auto key = std::make_pair(parent, std::string(name));
   if (auto it = names_.find(key); it != names_.end()) {

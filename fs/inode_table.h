@@ -34,12 +34,12 @@ struct SessionEntry {
   }
   std::shared_ptr<session::Session> session;
   std::shared_ptr<MessageWaiters> waiters;
-  std::atomic<bool> alive{true};         // false once destroyed (rmdir, autoclose, shutdown)
-  std::atomic<unsigned> open_files{0};   // handles open on its msg/messages files (autoclose)
+  std::atomic<bool> alive{true};        // false once destroyed (rmdir, autoclose, shutdown)
+  std::atomic<unsigned> open_files{0};  // handles open on its msg/messages files (autoclose)
   // mkdir with the sticky bit: the thread that made it, until a message file
   // is first opened; its exit before then destroys the session (0: none).
   std::atomic<pid_t> creator{0};
-  std::atomic<fuse_ino_t> dir_ino{0};    // the session directory's inode, for invalidation
+  std::atomic<fuse_ino_t> dir_ino{0};  // the session directory's inode, for invalidation
   // The fast path's page, made at its first request (Filesystem::fastPage)
   // and dropped by destroy. fast_mutex is taken before the session's lock.
   std::mutex fast_mutex;
@@ -54,16 +54,16 @@ enum class NodeKind : std::uint8_t {
   PmuEvents,
   DescDir,
   DescModel,
-  DescRegDir,   // pmu/desc/pmcN or pmdN: `pmd` tells which, `reg` the number
-  DescField,    // a file of it: `field`
+  DescRegDir,  // pmu/desc/pmcN or pmdN: `pmd` tells which, `reg` the number
+  DescField,   // a file of it: `field`
   SimDir,
   SimAdvance,
   SessionsDir,
   SessionDir,
   SessionFile,  // `field`: a SessionFile value
   SetsDir,
-  SetDir,       // `set`
-  SetFile,      // `field`: a SetFile value; `reg` for pmcK/pmdK
+  SetDir,   // `set`
+  SetFile,  // `field`: a SetFile value; `reg` for pmcK/pmdK
 };
 
 enum class SessionFile : std::uint8_t { Mode, Flags, Ctl, State, Error, Counts, Messages, Msg };

@@ -19,20 +19,28 @@ std::atomic<bool> use_syslog{false};
 
 const char* prefix(LogLevel level) {
   switch (level) {
-    case LogLevel::Error: return "error";
-    case LogLevel::Warning: return "warning";
-    case LogLevel::Info: return "info";
-    case LogLevel::Debug: return "debug";
+    case LogLevel::Error:
+      return "error";
+    case LogLevel::Warning:
+      return "warning";
+    case LogLevel::Info:
+      return "info";
+    case LogLevel::Debug:
+      return "debug";
   }
   return "?";
 }
 
 int priority(LogLevel level) {
   switch (level) {
-    case LogLevel::Error: return LOG_ERR;
-    case LogLevel::Warning: return LOG_WARNING;
-    case LogLevel::Info: return LOG_INFO;
-    case LogLevel::Debug: return LOG_DEBUG;
+    case LogLevel::Error:
+      return LOG_ERR;
+    case LogLevel::Warning:
+      return LOG_WARNING;
+    case LogLevel::Info:
+      return LOG_INFO;
+    case LogLevel::Debug:
+      return LOG_DEBUG;
   }
   return LOG_INFO;
 }
@@ -51,7 +59,8 @@ bool logAdmit(std::string_view cause, std::uint64_t* held_back) {
   static LogLimiter limiter;
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  const std::uint64_t now = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+  const std::uint64_t now =
+      static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
   return limiter.admit(cause, now, held_back);
 }
 

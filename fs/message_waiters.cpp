@@ -107,8 +107,7 @@ void MessageWaiters::interrupted(fuse_req_t req, void*) {
   auto self = interrupts().find(req);
   if (!self) return;
   std::lock_guard lock(self->mutex_);
-  auto it = std::find_if(self->reads_.begin(), self->reads_.end(),
-                         [&](const PendingRead& r) { return r.req == req; });
+  auto it = std::find_if(self->reads_.begin(), self->reads_.end(), [&](const PendingRead& r) { return r.req == req; });
   if (it == self->reads_.end()) return;  // answered meanwhile, or not kept yet
   self->reads_.erase(it);
   interrupts().remove(req);

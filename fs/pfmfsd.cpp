@@ -94,7 +94,8 @@ Status prepareMountpoint(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return err(errno, "mount point {}: {}", path, std::strerror(errno));
-    if (::mkdir(path.c_str(), 0755) != 0) return err(errno, "cannot create mount point {}: {}", path, std::strerror(errno));
+    if (::mkdir(path.c_str(), 0755) != 0)
+      return err(errno, "cannot create mount point {}: {}", path, std::strerror(errno));
     return {};
   }
   if (!S_ISDIR(st.st_mode)) return err(ENOTDIR, "mount point {} is not a directory", path);
@@ -116,8 +117,10 @@ void keepFuseMessage(fuse_log_level, const char* fmt, va_list ap) {
 std::string fuseMessages() {
   std::string out;
   for (char c : fuse_messages) {
-    if (c != '\n') out += c;
-    else if (!out.empty() && out.back() != ' ') out += "; ";
+    if (c != '\n')
+      out += c;
+    else if (!out.empty() && out.back() != ' ')
+      out += "; ";
   }
   while (!out.empty() && (out.back() == ' ' || out.back() == ';')) out.pop_back();
   return out;
@@ -127,15 +130,16 @@ void forwardFuseMessage(fuse_log_level level, const char* fmt, va_list ap) {
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   std::string line = buf;
   while (!line.empty() && line.back() == '\n') line.pop_back();
-  log(level <= FUSE_LOG_ERR ? LogLevel::Error : level <= FUSE_LOG_WARNING ? LogLevel::Warning : LogLevel::Debug,
+  log(level <= FUSE_LOG_ERR       ? LogLevel::Error
+      : level <= FUSE_LOG_WARNING ? LogLevel::Warning
+                                  : LogLevel::Debug,
       "libfuse: {}", line);
 }
 
 // The backend --pmu names (pmu/backend_registry.h); under auto, each one
 // passed over is logged with its reason, and pmu/info says the choice.
 Result<std::unique_ptr<pmu::Backend>> makeBackend(const DaemonOptions& o) {
-  return pmu::createBackend(o.pmu, o.backend_options,
-                            [](const std::string& why) { log(LogLevel::Info, "{}", why); });
+  return pmu::createBackend(o.pmu, o.backend_options, [](const std::string& why) { log(LogLevel::Info, "{}", why); });
 }
 
 // perf keeps a descriptor per counter of every set loaded: allow as many as
@@ -252,8 +256,7 @@ int serve(DaemonOptions& o) {
   fuse_set_log_func(keepFuseMessage);
   fuse_session* se = fuse_session_new(&fargs, &Filesystem::operations(), sizeof(fuse_lowlevel_ops), &filesystem);
   fuse_opt_free_args(&fargs);
-  if (!se)
-    return usageError(fmt::format("bad FUSE options -o {}: {}", fmt::join(o.fuse_options, ","), fuseMessages()));
+  if (!se) return usageError(fmt::format("bad FUSE options -o {}: {}", fmt::join(o.fuse_options, ","), fuseMessages()));
   filesystem.attach(se);
   fuse_messages.clear();
   const std::set<int> before_mount = openDescriptors();
@@ -284,7 +287,8 @@ int serve(DaemonOptions& o) {
   // their end of file, pfmfsd(8)), then the loop ends and the mount with it.
   std::optional<StopSignals> stop_signals;
   stop_signals.emplace([&filesystem, &loop](int sig) {
-    log(LogLevel::Info, "SIG{}: destroying {} session(s), then unmounting", sigabbrev_np(sig), filesystem.sessionCount());
+    log(LogLevel::Info, "SIG{}: destroying {} session(s), then unmounting", sigabbrev_np(sig),
+        filesystem.sessionCount());
     filesystem.shutdown();
     loop.stop();
   });

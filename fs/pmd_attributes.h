@@ -22,7 +22,7 @@ struct PmdAttribute {
   std::string_view name;
   Kind kind;
   std::optional<std::uint64_t> session::PmdWrite::*number;  // every kind but Flag
-  std::optional<bool> session::PmdWrite::*flag;              // Flag
+  std::optional<bool> session::PmdWrite::*flag;             // Flag
 };
 
 inline constexpr PmdAttribute kPmdAttributes[] = {

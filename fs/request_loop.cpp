@@ -106,7 +106,7 @@ void RequestLoop::work() {
     int res = fuse_session_receive_buf(se_, &buf);
     pthread_sigmask(SIG_BLOCK, &wake, nullptr);
     if (res == -EINTR) continue;  // stop(), or a stray SIGUSR1
-    if (res <= 0) {  // 0: the connection ended (libfuse saw ENODEV)
+    if (res <= 0) {               // 0: the connection ended (libfuse saw ENODEV)
       end(res);
       break;
     }

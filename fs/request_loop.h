@@ -72,10 +72,10 @@ class RequestLoop {
   const unsigned workers_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
-  std::mutex mutex_;               // guards live_ and error_; a leaf
+  std::mutex mutex_;                 // guards live_ and error_; a leaf
   std::condition_variable changed_;  // stopping_ set, or a worker ended
-  unsigned live_ = 0;              // workers that have not ended
-  int error_ = 0;                  // the first failed read's -errno
+  unsigned live_ = 0;                // workers that have not ended
+  int error_ = 0;                    // the first failed read's -errno
 };
 
 }  // namespace pfmfs::fs

@@ -67,14 +67,14 @@ std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, co
   }
   const bool fast_path = !fastpath.name.empty();
   if (fast_path) features += features.empty() ? "fastpath" : ",fastpath";
-  std::string fast = fast_path ? fmt::format(" fastpath={} fastpath_pid={} fastpath_uid={}", fastpath.name,
-                                             fastpath.pid, fastpath.uid)
-                               : std::string();
+  std::string fast =
+      fast_path ? fmt::format(" fastpath={} fastpath_pid={} fastpath_uid={}", fastpath.name, fastpath.pid, fastpath.uid)
+                : std::string();
   // tick_ns came after features (keys are added at the end); the fast
   // path's keys stay last, as they are only there when the socket is.
   return fmt::format("backend={} model={} pmcs={} pmds={} counters={} fixed={} width={} features={} tick_ns={}{}\n",
-                     backend.name(), d.model, hex(d.pmcMask()), hex(d.pmdMask()), general, fixed, d.width(),
-                     features, tick_ns, fast);
+                     backend.name(), d.model, hex(d.pmcMask()), hex(d.pmdMask()), general, fixed, d.width(), features,
+                     tick_ns, fast);
 }
 
 std::string formatEvents(const pmu::PmuDescription& desc) {
@@ -173,8 +173,10 @@ std::string formatRegs(const std::vector<session::RegWrite>& regs) {
       }
       const std::optional<std::uint64_t>& v = d.*a.number;
       if (!v || *v == 0) continue;
-      if (a.kind == PmdAttribute::Kind::Decimal) out += fmt::format(" {}={}", a.name, *v);
-      else out += fmt::format(" {}={}", a.name, hex(*v));
+      if (a.kind == PmdAttribute::Kind::Decimal)
+        out += fmt::format(" {}={}", a.name, *v);
+      else
+        out += fmt::format(" {}={}", a.name, hex(*v));
     }
     out += '\n';
   }

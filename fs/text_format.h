@@ -36,8 +36,7 @@ Result<pmu::RegMask> parseRegList(std::string_view text);
 // PMC K write: "VALUE [no_emul64]" or "EVENT[:u][:k] [no_emul64]" with an
 // event of desc's table (encoded with pmu::encodeEventName). Only syntax is
 // checked here; reserved bits and privileges are the engine's rules.
-Result<session::PmcWrite> parsePmcWrite(const pmu::PmuDescription& desc, unsigned index,
-                                        std::string_view text);
+Result<session::PmcWrite> parsePmcWrite(const pmu::PmuDescription& desc, unsigned index, std::string_view text);
 
 // PMD K write: "VALUE [long_reset=V] [short_reset=V] [switch_cnt=N]
 // [reset_pmds=LIST] [smpl_pmds=LIST] [random_mask=M] [eventid=E] [notify]
@@ -64,8 +63,8 @@ Result<session::Flags> parseFlags(std::string_view text);
 struct CtlCommand {
   enum class Kind { Load, Start, Stop, Restart, Unload };
   Kind kind = Kind::Stop;
-  int target = 0;                 // load: TID or CPU (>= 0, fits an int)
-  std::optional<unsigned> set;    // load ... set=N, start N (N <= 65535)
+  int target = 0;               // load: TID or CPU (>= 0, fits an int)
+  std::optional<unsigned> set;  // load ... set=N, start N (N <= 65535)
   bool operator==(const CtlCommand&) const = default;
 };
 // Exactly one command; a second line is EINVAL.
@@ -76,7 +75,7 @@ Result<std::uint64_t> parseAdvance(std::string_view text);
 
 // ---- formatters: every result ends with one newline -------------------------
 
-std::string formatVersion();                         // "pfmfs VERSION\nabi 1\n"
+std::string formatVersion();  // "pfmfs VERSION\nabi 1\n"
 // The fast path's socket as pmu/info names it (fastpath_server.h): its
 // abstract name ('@' first; empty: no fast path) and the pid and uid the
 // kernel reports for its listener (SO_PEERCRED), which libpfm-compat checks.
@@ -90,16 +89,18 @@ struct FastPathEndpoint {
 // fastpath_pid=PID fastpath_uid=UID.
 std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, const FastPathEndpoint& fastpath = {});
 std::string formatEvents(const pmu::PmuDescription& desc);  // name= code=0x.. pmcs=0x.. desc="..."
-std::string formatMode(session::Mode m);             // "thread\n"
-std::string formatFlags(const session::Flags& f);    // "notify_block no_msg\n", "\n" when none
-std::string formatState(const session::StateInfo& s);  // state= mode= target= set= queued= lost= [exited=1]
-std::string formatCounts(const std::vector<session::CountLine>& lines);  // set= pmd= value= enabled_ns= running_ns= scaled=
+std::string formatMode(session::Mode m);                    // "thread\n"
+std::string formatFlags(const session::Flags& f);           // "notify_block no_msg\n", "\n" when none
+std::string formatState(const session::StateInfo& s);       // state= mode= target= set= queued= lost= [exited=1]
+std::string formatCounts(
+    const std::vector<session::CountLine>& lines);       // set= pmd= value= enabled_ns= running_ns= scaled=
 std::string formatSwitch(const session::SwitchSpec& s);  // "none\n" | "time NS\n" | "ovfl\n" | "time NS ovfl\n"
 // `pmds`: pmd= value= long_reset= short_reset= last_reset= switch_cnt= switch_left=, one line per PMD.
 std::string formatPmdStates(const std::vector<session::PmdLine>& pmds);
-std::string formatSetInfo(const session::SetInfo& i);    // runs= duration_ns= timeout_ns= ovfl_pmds=0x.. avail_pmcs=0x.. avail_pmds=0x..
-std::string formatPmc(const session::PmcState& p);       // "0x13003c\n" or "0x13003c no_emul64\n"
-std::string formatPmd(std::uint64_t value);              // decimal
+std::string formatSetInfo(
+    const session::SetInfo& i);  // runs= duration_ns= timeout_ns= ovfl_pmds=0x.. avail_pmcs=0x.. avail_pmds=0x..
+std::string formatPmc(const session::PmcState& p);  // "0x13003c\n" or "0x13003c no_emul64\n"
+std::string formatPmd(std::uint64_t value);         // decimal
 // One register per line in the syntax of a write, so that a `regs` read
 // written back to another set copies it.
 std::string formatRegs(const std::vector<session::RegWrite>& regs);

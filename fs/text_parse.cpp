@@ -43,8 +43,7 @@ std::vector<std::string_view> words(std::string_view line) {
 // inside it (two values in one write).
 Result<std::string_view> oneLine(std::string_view text, const char* what) {
   std::string_view t = trim(text);
-  if (t.find('\n') != std::string_view::npos)
-    return err(EINVAL, "{}: one line only, got '{}'", what, printable(t));
+  if (t.find('\n') != std::string_view::npos) return err(EINVAL, "{}: one line only, got '{}'", what, printable(t));
   return t;
 }
 
@@ -185,11 +184,9 @@ Result<session::PmdWrite> parsePmdWrite(unsigned index, std::string_view text) {
     std::size_t eq = word.find('=');
     std::string_view key = word.substr(0, eq);
     const PmdAttribute* a = findByName(kPmdAttributes, key);
-    if (!a)
-      return err(EINVAL, "pmd{}: unknown attribute '{}' ({})", index, printable(word), namesOf(kPmdAttributes));
-    auto st = parsePmdAttribute(index, *a, eq == std::string_view::npos ? std::nullopt
-                                                                        : std::optional(word.substr(eq + 1)),
-                                out);
+    if (!a) return err(EINVAL, "pmd{}: unknown attribute '{}' ({})", index, printable(word), namesOf(kPmdAttributes));
+    auto st = parsePmdAttribute(index, *a,
+                                eq == std::string_view::npos ? std::nullopt : std::optional(word.substr(eq + 1)), out);
     if (!st) return st.error();
     if (!seen.insert(key).second) return err(EINVAL, "pmd{}: {} given twice", index, key);
   }
@@ -278,8 +275,7 @@ Result<session::Flags> parseFlags(std::string_view text) {
     for (std::string_view word : w) {
       if (word == "none") return err(EINVAL, "flags: 'none' must stand alone");
       const SessionFlag* flag = findByName(kSessionFlags, word);
-      if (!flag)
-        return err(EINVAL, "flags: unknown flag '{}' ({}, or none)", printable(word), namesOf(kSessionFlags));
+      if (!flag) return err(EINVAL, "flags: unknown flag '{}' ({}, or none)", printable(word), namesOf(kSessionFlags));
       f.*flag->field = true;
       if (!seen.insert(word).second) return err(EINVAL, "flags: {} given twice", word);
     }
@@ -291,8 +287,7 @@ Result<session::Flags> parseFlags(std::string_view text) {
 
 Result<CtlCommand> parseCtl(std::string_view text) {
   std::string_view t = trim(text);
-  if (t.find('\n') != std::string_view::npos)
-    return err(EINVAL, "ctl: one command per write, got '{}'", printable(t));
+  if (t.find('\n') != std::string_view::npos) return err(EINVAL, "ctl: one command per write, got '{}'", printable(t));
   std::vector<std::string_view> w = words(t);
   if (w.empty()) return err(EINVAL, "ctl: no command (load TID [set=N], start [N], stop, restart, unload)");
 
@@ -316,8 +311,7 @@ Result<CtlCommand> parseCtl(std::string_view text) {
       return err(EINVAL, "load: {} is not a thread id or cpu number", *target);
     c.target = static_cast<int>(*target);
     if (w.size() == 3) {
-      if (w[2].substr(0, 4) != "set=")
-        return err(EINVAL, "ctl: '{}' after load TID is not set=N", printable(w[2]));
+      if (w[2].substr(0, 4) != "set=") return err(EINVAL, "ctl: '{}' after load TID is not set=N", printable(w[2]));
       if (w[2].size() == 4) return err(EINVAL, "ctl: set= needs a set number");
       auto set = setNumber(w[2].substr(4), "load set=");
       if (!set) return set.error();
@@ -350,8 +344,7 @@ Result<CtlCommand> parseCtl(std::string_view text) {
     c.kind = b.kind;
     return c;
   }
-  return err(EINVAL, "ctl: unknown command '{}' (load TID [set=N], start [N], stop, restart, unload)",
-             printable(cmd));
+  return err(EINVAL, "ctl: unknown command '{}' (load TID [set=N], start [N], stop, restart, unload)", printable(cmd));
 }
 
 Result<std::uint64_t> parseAdvance(std::string_view text) {

@@ -24,9 +24,7 @@ constexpr unsigned kPidfdThread = O_EXCL;  // Linux 6.9: a pidfd for one thread
 constexpr unsigned kPidfdThread = PIDFD_THREAD;
 #endif
 
-int pidfdOpen(pid_t pid, unsigned flags) {
-  return static_cast<int>(syscall(SYS_pidfd_open, pid, flags));
-}
+int pidfdOpen(pid_t pid, unsigned flags) { return static_cast<int>(syscall(SYS_pidfd_open, pid, flags)); }
 
 // The process a thread belongs to, from /proc; 0 if it is gone.
 pid_t processOf(pid_t tid) {

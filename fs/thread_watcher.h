@@ -54,7 +54,7 @@ class ThreadWatcher {
   const bool thread_pidfds_;
   int poll_ms_ = -1;  // epoll_wait's timeout: kPollMs where some thread may be polled
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd: tells run() to finish
+  int wake_fd_ = -1;          // eventfd: tells run() to finish
   mutable std::mutex mutex_;  // guards entries_ (a leaf: nothing is called while held)
   std::map<pid_t, Entry> entries_;
   std::mutex join_mutex_;  // serialises stop()

@@ -63,7 +63,7 @@ namespace {
 Status keepUnmountSocket(const std::set<int>& before, int fuse_fd) {
   int sock = -1;
   for (int fd : openDescriptors()) {
-    struct stat st{};
+    struct stat st {};
     if (before.count(fd) || fd == fuse_fd || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     if (sock >= 0) return err(EPROTO, "the mount left two new sockets ({} and {}): which is fusermount3's?", sock, fd);
     sock = fd;

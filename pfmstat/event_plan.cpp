@@ -13,8 +13,8 @@
 namespace pfmstat {
 namespace {
 
-constexpr unsigned kFirstFixed = 16;  // perfmon2's numbering: pmd16.. are fixed counters
-constexpr unsigned kFixedCtrl = 16;   // pmc16: IA32_FIXED_CTR_CTRL
+constexpr unsigned kFirstFixed = 16;                          // perfmon2's numbering: pmd16.. are fixed counters
+constexpr unsigned kFixedCtrl = 16;                           // pmc16: IA32_FIXED_CTR_CTRL
 constexpr std::uint64_t kUsr = 1ull << 16, kOs = 1ull << 17;  // PERFEVTSEL's privilege bits
 
 std::string trim(const std::string& s) {
@@ -33,9 +33,12 @@ EventSpec parseEvent(const std::string& item) {
     // perf's modifiers: u, k, in any order, one part or several (:u:k, :uk).
     e.user = e.kernel = false;
     for (char c : e.text.substr(colon + 1)) {
-      if (c == 'u') e.user = true;
-      else if (c == 'k') e.kernel = true;
-      else if (c != ':') throw UsageError(fmt::format("'{}': unknown modifier '{}' (pfmstat knows :u and :k)", e.text, c));
+      if (c == 'u')
+        e.user = true;
+      else if (c == 'k')
+        e.kernel = true;
+      else if (c != ':')
+        throw UsageError(fmt::format("'{}': unknown modifier '{}' (pfmstat knows :u and :k)", e.text, c));
     }
     if (!e.user && !e.kernel) throw UsageError(fmt::format("'{}': a modifier is :u or :k", e.text));
   }
@@ -86,7 +89,8 @@ std::vector<GroupSpec> parseEventArgs(const std::vector<std::string>& args) {
         continue;
       }
       std::size_t next = arg.find_first_of("{}", i);
-      if (next != std::string::npos && arg[next] == '}') throw UsageError(fmt::format("-e '{}': a '}}' without its '{{'", arg));
+      if (next != std::string::npos && arg[next] == '}')
+        throw UsageError(fmt::format("-e '{}': a '}}' without its '{{'", arg));
       std::string list = arg.substr(i, next == std::string::npos ? std::string::npos : next - i);
       while (!list.empty() && list.back() == ',') list.pop_back();
       if (list.empty()) throw UsageError(fmt::format("-e '{}': an empty event list", arg));
@@ -100,8 +104,8 @@ std::vector<GroupSpec> parseEventArgs(const std::vector<std::string>& args) {
 
 std::vector<GroupSpec> defaultEvents(const std::vector<EventInfo>& table) {
   static const char* const kPreferred[] = {
-      "UNHALTED_CORE_CYCLES", "INSTRUCTION_RETIRED", "BRANCH_INSTRUCTIONS_RETIRED", "BRANCH_MISSES_RETIRED",
-      "TASK_CLOCK", "PAGE_FAULTS",
+      "UNHALTED_CORE_CYCLES",  "INSTRUCTION_RETIRED", "BRANCH_INSTRUCTIONS_RETIRED",
+      "BRANCH_MISSES_RETIRED", "TASK_CLOCK",          "PAGE_FAULTS",
   };
   std::vector<GroupSpec> out;
   for (const char* name : kPreferred)
@@ -115,8 +119,10 @@ std::string SetPlan::regs() const {
   std::string out;
   std::uint64_t fixed_ctrl = 0;
   for (const auto& c : counters) {
-    if (c.fixed) fixed_ctrl |= c.field;
-    else out += fmt::format("pmc{} {}\n", c.pmd, c.pmc_value);
+    if (c.fixed)
+      fixed_ctrl |= c.field;
+    else
+      out += fmt::format("pmc{} {}\n", c.pmd, c.pmc_value);
   }
   if (fixed_ctrl) out += fmt::format("pmc{} {:#x}\n", kFixedCtrl, fixed_ctrl);
   return out;
@@ -137,8 +143,8 @@ std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInf
     for (const auto& e : g.events) {
       std::string mods = std::string(e.user ? ":u" : "") + (e.kernel ? ":k" : "");
       if (e.raw) {
-        w.push_back({&e, generalMask(info), 0,
-                     fmt::format("{:#x}", e.code | (e.user ? kUsr : 0) | (e.kernel ? kOs : 0))});
+        w.push_back(
+            {&e, generalMask(info), 0, fmt::format("{:#x}", e.code | (e.user ? kUsr : 0) | (e.kernel ? kOs : 0))});
         continue;
       }
       const EventInfo* ev = findEvent(table, e.name);
@@ -162,7 +168,8 @@ std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInf
         p.pmd = static_cast<unsigned>(std::countr_zero(fixed));
         p.fixed = true;
         // Per fixed counter a 4-bit field: OS bit 0, USR bit 1.
-        p.field = static_cast<std::uint64_t>((w.spec->kernel ? 1 : 0) | (w.spec->user ? 2 : 0)) << (4 * (p.pmd - kFirstFixed));
+        p.field = static_cast<std::uint64_t>((w.spec->kernel ? 1 : 0) | (w.spec->user ? 2 : 0))
+                  << (4 * (p.pmd - kFirstFixed));
       } else if (general) {
         p.pmd = static_cast<unsigned>(std::countr_zero(general));
         p.pmc_value = w.pmc_value;
@@ -189,13 +196,16 @@ std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInf
       if (!place(wants[i], 0, s.counters)) {
         std::string names;
         for (const auto& e : groups[i].events) names += (names.empty() ? "" : ",") + e.text;
-        throw UsageError(fmt::format("group {{{}}} does not fit in one event set: this PMU has {} general and {} fixed "
-                                     "counters (split the group)", names, info.counters, info.fixed));
+        throw UsageError(
+            fmt::format("group {{{}}} does not fit in one event set: this PMU has {} general and {} fixed "
+                        "counters (split the group)",
+                        names, info.counters, info.fixed));
       }
       sets.push_back(std::move(s));
       continue;
     }
-    if (loose >= 0 && place(wants[i], usedOf(sets[static_cast<std::size_t>(loose)]), sets[static_cast<std::size_t>(loose)].counters))
+    if (loose >= 0 &&
+        place(wants[i], usedOf(sets[static_cast<std::size_t>(loose)]), sets[static_cast<std::size_t>(loose)].counters))
       continue;
     SetPlan s;
     if (!place(wants[i], 0, s.counters))

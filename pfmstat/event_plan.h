@@ -12,11 +12,11 @@
 namespace pfmstat {
 
 struct EventSpec {
-  std::string text;   // as written, modifiers included: what the report shows
-  std::string name;   // without modifiers
-  bool user = true;   // :u (the default when neither is given)
+  std::string text;  // as written, modifiers included: what the report shows
+  std::string name;  // without modifiers
+  bool user = true;  // :u (the default when neither is given)
   bool kernel = false;
-  bool raw = false;   // rHEX: an event code, placed on any general counter
+  bool raw = false;  // rHEX: an event code, placed on any general counter
   std::uint64_t code = 0;
 };
 

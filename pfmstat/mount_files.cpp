@@ -43,7 +43,8 @@ std::string unescape(const std::string& s) {
 
 std::string findMount(const std::string& option) {
   auto checked = [](const std::string& dir, const char* from) {
-    if (!isPfmfs(dir)) throw UsageError(fmt::format("{} names '{}', which is not a pfmfs mount (no version file)", from, dir));
+    if (!isPfmfs(dir))
+      throw UsageError(fmt::format("{} names '{}', which is not a pfmfs mount (no version file)", from, dir));
     return dir;
   };
   if (!option.empty()) return checked(option, "--mount");

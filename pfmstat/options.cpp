@@ -106,8 +106,12 @@ Options parseOptions(int argc, char** argv) {
         if (arg.empty()) throw UsageError("-e needs an event list");
         o.events.push_back(arg);
         break;
-      case kSwitchMs: o.switch_ms = number(arg, "--switch-ms", 1, 3'600'000); break;
-      case 'i': o.inherit = false; break;
+      case kSwitchMs:
+        o.switch_ms = number(arg, "--switch-ms", 1, 3'600'000);
+        break;
+      case 'i':
+        o.inherit = false;
+        break;
       case 'p': {
         auto ids = idList(arg, "-p");
         o.pids.insert(o.pids.end(), ids.begin(), ids.end());
@@ -118,18 +122,26 @@ Options parseOptions(int argc, char** argv) {
         o.tids.insert(o.tids.end(), ids.begin(), ids.end());
         break;
       }
-      case 'a': o.system = true; break;
+      case 'a':
+        o.system = true;
+        break;
       case 'C':
         o.system = true;
         o.cpus = parseCpuList(arg, "-C");
         break;
-      case 'I': o.interval_ms = number(arg, "-I", 10, 3'600'000); break;
+      case 'I':
+        o.interval_ms = number(arg, "-I", 10, 3'600'000);
+        break;
       case 'x':
         if (arg.empty()) throw UsageError("-x needs a separator");
         o.separator = arg;
         break;
-      case kJson: o.json = true; break;
-      case 'r': o.repeat = static_cast<unsigned>(number(arg, "-r", 1, 100'000)); break;
+      case kJson:
+        o.json = true;
+        break;
+      case 'r':
+        o.repeat = static_cast<unsigned>(number(arg, "-r", 1, 100'000));
+        break;
       case 'o':
         if (arg.empty()) throw UsageError("-o needs a file name");
         o.output = arg;
@@ -138,9 +150,14 @@ Options parseOptions(int argc, char** argv) {
         if (arg.empty()) throw UsageError("--mount needs a directory");
         o.mount = arg;
         break;
-      case 'h': o.help = true; break;
-      case 'V': o.version = true; break;
-      case ':': throw UsageError(fmt::format("{} needs a value", argv[optind - 1]));
+      case 'h':
+        o.help = true;
+        break;
+      case 'V':
+        o.version = true;
+        break;
+      case ':':
+        throw UsageError(fmt::format("{} needs a value", argv[optind - 1]));
       default:
         if (optopt) throw UsageError(fmt::format("unknown option -{}", static_cast<char>(optopt)));
         throw UsageError(fmt::format("unknown option {}", argv[optind - 1]));

@@ -21,9 +21,10 @@ std::string csvLine(const ReportStyle& s, const EventResult& r) {
 }
 
 std::string jsonFields(const EventResult& r) {
-  return fmt::format("\"event\":{},\"set\":{},\"count\":{},\"scaled\":{},\"enabled_ns\":{},\"running_ns\":{},\"percent\":{}",
-                     jsonString(r.label), r.set, r.count, r.scaled ? std::to_string(*r.scaled) : "null",
-                     r.enabled_ns, r.running_ns, r.percent() ? fmt::format("{:.2f}", *r.percent()) : "null");
+  return fmt::format(
+      "\"event\":{},\"set\":{},\"count\":{},\"scaled\":{},\"enabled_ns\":{},\"running_ns\":{},\"percent\":{}",
+      jsonString(r.label), r.set, r.count, r.scaled ? std::to_string(*r.scaled) : "null", r.enabled_ns, r.running_ns,
+      r.percent() ? fmt::format("{:.2f}", *r.percent()) : "null");
 }
 
 }  // namespace
@@ -97,9 +98,15 @@ std::string intervalReport(const ReportStyle& style, double time_s, const std::v
     out += fmt::format("#{:>15}  {:>18}  {:<28} {:>18}  {:>9}\n", "time", "count", "event", "scaled", "running");
   for (const auto& r : results) {
     switch (style.format) {
-      case Format::Table: out += fmt::format("{:>16.9f}  {}\n", time_s, tableLine(r)); break;
-      case Format::Csv: out += fmt::format("{:.9f}{}{}\n", time_s, style.separator, csvLine(style, r)); break;
-      case Format::Json: out += fmt::format("{{\"interval\":{:.9f},{}}}\n", time_s, jsonFields(r)); break;
+      case Format::Table:
+        out += fmt::format("{:>16.9f}  {}\n", time_s, tableLine(r));
+        break;
+      case Format::Csv:
+        out += fmt::format("{:.9f}{}{}\n", time_s, style.separator, csvLine(style, r));
+        break;
+      case Format::Json:
+        out += fmt::format("{{\"interval\":{:.9f},{}}}\n", time_s, jsonFields(r));
+        break;
     }
   }
   return out;

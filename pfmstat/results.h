@@ -26,7 +26,7 @@ Snapshot parseCounts(std::string_view text);
 struct EventResult {
   std::string label;
   unsigned set = 0;
-  std::uint64_t count = 0;            // the events counted (children's included)
+  std::uint64_t count = 0;              // the events counted (children's included)
   std::optional<std::uint64_t> scaled;  // count × enabled / running; none when the set never ran
   std::uint64_t enabled_ns = 0, running_ns = 0;
   std::optional<double> percent() const;  // running / enabled

@@ -159,9 +159,7 @@ class Command {
   }
 
   // Nothing to run (not found): the status to exit with, else nullopt.
-  std::optional<int> notRun() const {
-    return failed_status_ ? std::optional<int>(failed_status_) : std::nullopt;
-  }
+  std::optional<int> notRun() const { return failed_status_ ? std::optional<int>(failed_status_) : std::nullopt; }
 
   ~Command() {
     if (err_ >= 0) ::close(err_);
@@ -245,8 +243,13 @@ class Waiter {
  public:
   Waiter(const Options& o, const Plan& plan, std::FILE* out, Sessions& sessions, Command* command,
          bool stop_when_targets_gone)
-      : o_(o), plan_(plan), out_(out), sessions_(sessions), command_(command),
-        stop_when_targets_gone_(stop_when_targets_gone), before_(sessions.size()) {}
+      : o_(o),
+        plan_(plan),
+        out_(out),
+        sessions_(sessions),
+        command_(command),
+        stop_when_targets_gone_(stop_when_targets_gone),
+        before_(sessions.size()) {}
 
   // Returns the command's status, or 0 without one.
   int wait() {
@@ -337,8 +340,8 @@ Measurement countCommand(const Options& o, const Plan& plan, std::FILE* out, con
     return m;
   }
   Sessions sessions;
-  sessions.push_back(std::make_unique<Session>(plan.mount, sessionName(run_index), plan.sets, plan.switch_ns, false,
-                                               plan.inherit));
+  sessions.push_back(
+      std::make_unique<Session>(plan.mount, sessionName(run_index), plan.sets, plan.switch_ns, false, plan.inherit));
   sessions[0]->attach(Target{false, command.pid()});
   Waiter waiter(o, plan, out, sessions, &command, false);
   if (!command.release()) {
@@ -449,10 +452,10 @@ int run(const Options& o, std::FILE* out) {
     if (!o.interval_ms) {
       auto [mean, spread] = meanAndSpread(elapsed);
       std::string what = "'" + joined(o.command, " ") + "'";
-      std::fputs(finalReport(plan.style, what, summarize(runs), static_cast<unsigned>(runs.size()), mean, spread,
-                             status)
-                     .c_str(),
-                 out);
+      std::fputs(
+          finalReport(plan.style, what, summarize(runs), static_cast<unsigned>(runs.size()), mean, spread, status)
+              .c_str(),
+          out);
     }
     return status;
   } catch (const UsageError& e) {

@@ -20,8 +20,8 @@ class Session {
   // mkdir MOUNT/sessions/NAME, made as `target` needs (mode, flags, sets,
   // switching, registers). Throws UsageError with the mount's reason when
   // the mount refuses any of it: nothing has counted yet.
-  Session(const std::string& mount, const std::string& name, const std::vector<SetPlan>& sets,
-          std::uint64_t switch_ns, bool system, bool inherit);
+  Session(const std::string& mount, const std::string& name, const std::vector<SetPlan>& sets, std::uint64_t switch_ns,
+          bool system, bool inherit);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

@@ -70,11 +70,11 @@ struct ChildEvent {
 // One overflow interrupt: the counters whose hardware bits wrapped past
 // 2^width, and where the target was when it happened.
 struct HwOverflow {
-  RegMask pmds = 0;        // counters that wrapped (PMD numbers)
-  std::uint64_t ip = 0;    // instruction pointer at the interrupt
-  int cpu = 0;             // cpu that took the interrupt
-  pid_t pid = 0;           // process (thread group) of the interrupted thread
-  pid_t tid = 0;           // the interrupted thread
+  RegMask pmds = 0;      // counters that wrapped (PMD numbers)
+  std::uint64_t ip = 0;  // instruction pointer at the interrupt
+  int cpu = 0;           // cpu that took the interrupt
+  pid_t pid = 0;         // process (thread group) of the interrupted thread
+  pid_t tid = 0;         // the interrupted thread
 };
 
 // How a backend tells the engine that something happened on its own threads
@@ -105,10 +105,10 @@ struct FastGroup {
     std::uint64_t base = 0;
     std::uint64_t ref = 0;
   };
-  std::vector<int> fds;        // every member's, in the group's read order (the leader first); the daemon keeps them open
-  std::uint64_t id = 0;        // a new number for every group the daemon opens
+  std::vector<int> fds;  // every member's, in the group's read order (the leader first); the daemon keeps them open
+  std::uint64_t id = 0;  // a new number for every group the daemon opens
   std::uint64_t read_format = 0;  // the leader's perf_event_attr.read_format
-  std::size_t size = 0;        // members
+  std::size_t size = 0;           // members
   std::vector<Counter> counters;
 };
 
@@ -258,8 +258,7 @@ class Backend {
 
   // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu;
   // -EPERM/-EACCES: the kernel refused the daemon; -ESHUTDOWN: after shutdown().
-  virtual Result<std::unique_ptr<TargetPmu>> attach(const Target& target,
-                                                    std::weak_ptr<TargetListener> listener) = 0;
+  virtual Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) = 0;
 
   // Stops every thread the backend started and joins it: when it returns, no
   // listener is in a call and none is called again, so whatever listeners

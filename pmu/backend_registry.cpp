@@ -1,7 +1,7 @@
 #include "pmu/backend_registry.h"
 
-#include <cerrno>
 #include <fmt/format.h>
+#include <cerrno>
 
 #include "pmu/perf/perf_backend.h"
 #include "pmu/sim/sim_backend.h"

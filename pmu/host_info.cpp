@@ -74,8 +74,10 @@ bool cpuOnline(int cpu) {
       p = end;
     }
     if (cpu >= lo && cpu <= hi) return true;
-    if (*p == ',') ++p;
-    else break;
+    if (*p == ',')
+      ++p;
+    else
+      break;
   }
   return false;
 }

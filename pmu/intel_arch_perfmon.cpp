@@ -23,12 +23,18 @@ struct ArchEvent {
 const ArchEvent kArchEvents[] = {
     {"UNHALTED_CORE_CYCLES", event::kUnhaltedCoreCycles, 1, "Core cycles while the thread is not halted", {}},
     {"INSTRUCTION_RETIRED", event::kInstructionRetired, 0, "Instructions retired", {"INSTRUCTIONS_RETIRED"}},
-    {"UNHALTED_REFERENCE_CYCLES", event::kUnhaltedReferenceCycles, 2,
-     "Reference cycles at the TSC rate while the thread is not halted", {}},
+    {"UNHALTED_REFERENCE_CYCLES",
+     event::kUnhaltedReferenceCycles,
+     2,
+     "Reference cycles at the TSC rate while the thread is not halted",
+     {}},
     {"LLC_REFERENCES", event::kLlcReferences, -1, "Last-level cache references", {"LAST_LEVEL_CACHE_REFERENCES"}},
     {"LLC_MISSES", event::kLlcMisses, -1, "Last-level cache misses", {"LAST_LEVEL_CACHE_MISSES"}},
     {"BRANCH_INSTRUCTIONS_RETIRED", event::kBranchInstructionsRetired, -1, "Branch instructions retired", {}},
-    {"BRANCH_MISSES_RETIRED", event::kBranchMissesRetired, -1, "Mispredicted branch instructions retired",
+    {"BRANCH_MISSES_RETIRED",
+     event::kBranchMissesRetired,
+     -1,
+     "Mispredicted branch instructions retired",
      {"MISPREDICTED_BRANCH_RETIRED", "RETIRED_MISPREDICTED_BRANCH_INSTRUCTIONS"}},
 };
 
@@ -38,9 +44,7 @@ constexpr std::uint64_t kFixedCodes[kFixedCounters] = {
     event::kUnhaltedReferenceCycles,  // FIXED_CTR2
 };
 
-RegMask generalMask(unsigned general_counters) {
-  return (RegMask{1} << general_counters) - 1;
-}
+RegMask generalMask(unsigned general_counters) { return (RegMask{1} << general_counters) - 1; }
 
 }  // namespace
 
@@ -50,7 +54,8 @@ std::vector<EventDesc> architecturalEvents(unsigned general_counters, unsigned f
   std::vector<EventDesc> out;
   for (const auto& a : kArchEvents) {
     RegMask counters = generalMask(general_counters);
-    if (a.fixed >= 0 && static_cast<unsigned>(a.fixed) < fixed_counters) counters |= regBit(kFixedPmd0 + static_cast<unsigned>(a.fixed));
+    if (a.fixed >= 0 && static_cast<unsigned>(a.fixed) < fixed_counters)
+      counters |= regBit(kFixedPmd0 + static_cast<unsigned>(a.fixed));
     EventDesc e{a.name, a.code, counters, a.desc, {}};
     for (const char* alias : a.aliases)
       if (alias) e.aliases.emplace_back(alias);
@@ -62,8 +67,7 @@ std::vector<EventDesc> architecturalEvents(unsigned general_counters, unsigned f
 Status checkShape(const Shape& shape) {
   if (shape.general_counters < 1 || shape.general_counters > kMaxGeneralCounters)
     return err(EINVAL, "{} general counters: must be 1..{}", shape.general_counters, kMaxGeneralCounters);
-  if (shape.width < 16 || shape.width > 64)
-    return err(EINVAL, "counter width {}: must be 16..64", shape.width);
+  if (shape.width < 16 || shape.width > 64) return err(EINVAL, "counter width {}: must be 16..64", shape.width);
   if (shape.fixed_counters > kFixedCounters)
     return err(EINVAL, "{} fixed counters: must be 0..{}", shape.fixed_counters, kFixedCounters);
   if (shape.fixed_width != 0 && (shape.fixed_width < 16 || shape.fixed_width > 64))

@@ -14,9 +14,9 @@
 namespace pfmfs::pmu::intel {
 
 // MSR addresses.
-inline constexpr std::uint32_t kPerfEvtSel0 = 0x186;     // + n
-inline constexpr std::uint32_t kPmc0 = 0xc1;             // + n
-inline constexpr std::uint32_t kFixedCtr0 = 0x309;       // + n
+inline constexpr std::uint32_t kPerfEvtSel0 = 0x186;  // + n
+inline constexpr std::uint32_t kPmc0 = 0xc1;          // + n
+inline constexpr std::uint32_t kFixedCtr0 = 0x309;    // + n
 inline constexpr std::uint32_t kFixedCtrCtrl = 0x38d;
 inline constexpr std::uint32_t kPerfGlobalStatus = 0x38e;
 inline constexpr std::uint32_t kPerfGlobalCtrl = 0x38f;
@@ -24,19 +24,19 @@ inline constexpr std::uint32_t kPerfGlobalOvfCtrl = 0x390;
 
 // IA32_PERFEVTSELx fields.
 namespace evtsel {
-inline constexpr std::uint64_t kEvent = 0xffull;        // 7:0 event select
-inline constexpr std::uint64_t kUmask = 0xff00ull;      // 15:8 unit mask
-inline constexpr std::uint64_t kUsr = 1ull << 16;       // count at CPL > 0
-inline constexpr std::uint64_t kOs = 1ull << 17;        // count at CPL 0
-inline constexpr std::uint64_t kEdge = 1ull << 18;      // edge detect
-inline constexpr std::uint64_t kPc = 1ull << 19;        // pin control
-inline constexpr std::uint64_t kInt = 1ull << 20;       // APIC interrupt on overflow
-inline constexpr std::uint64_t kAny = 1ull << 21;       // any thread of the core
-inline constexpr std::uint64_t kEn = 1ull << 22;        // counter enable
-inline constexpr std::uint64_t kInv = 1ull << 23;       // invert cmask
-inline constexpr std::uint64_t kCmask = 0xffull << 24;  // 31:24 counter mask
+inline constexpr std::uint64_t kEvent = 0xffull;                   // 7:0 event select
+inline constexpr std::uint64_t kUmask = 0xff00ull;                 // 15:8 unit mask
+inline constexpr std::uint64_t kUsr = 1ull << 16;                  // count at CPL > 0
+inline constexpr std::uint64_t kOs = 1ull << 17;                   // count at CPL 0
+inline constexpr std::uint64_t kEdge = 1ull << 18;                 // edge detect
+inline constexpr std::uint64_t kPc = 1ull << 19;                   // pin control
+inline constexpr std::uint64_t kInt = 1ull << 20;                  // APIC interrupt on overflow
+inline constexpr std::uint64_t kAny = 1ull << 21;                  // any thread of the core
+inline constexpr std::uint64_t kEn = 1ull << 22;                   // counter enable
+inline constexpr std::uint64_t kInv = 1ull << 23;                  // invert cmask
+inline constexpr std::uint64_t kCmask = 0xffull << 24;             // 31:24 counter mask
 inline constexpr std::uint64_t kReserved = 0xffffffff00000000ull;  // 63:32
-inline constexpr std::uint64_t kCode = kEvent | kUmask;  // what an event name encodes
+inline constexpr std::uint64_t kCode = kEvent | kUmask;            // what an event name encodes
 }  // namespace evtsel
 
 // IA32_FIXED_CTR_CTRL: one 4-bit field per fixed counter.
@@ -53,9 +53,9 @@ constexpr std::uint64_t field(unsigned n, std::uint64_t bits) { return bits << (
 // bit 32 + n = fixed counter n.
 inline constexpr unsigned kGlobalFixedShift = 32;
 
-inline constexpr unsigned kFixedCounters = 3;   // instructions, core cycles, ref cycles
-inline constexpr unsigned kFixedCtrlPmc = 16;   // perfmon2 number of FIXED_CTR_CTRL
-inline constexpr unsigned kFixedPmd0 = 16;      // perfmon2 number of FIXED_CTR0
+inline constexpr unsigned kFixedCounters = 3;  // instructions, core cycles, ref cycles
+inline constexpr unsigned kFixedCtrlPmc = 16;  // perfmon2 number of FIXED_CTR_CTRL
+inline constexpr unsigned kFixedPmd0 = 16;     // perfmon2 number of FIXED_CTR0
 inline constexpr unsigned kMaxGeneralCounters = 8;
 
 // The architectural event codes (event | umask << 8).
@@ -78,10 +78,10 @@ std::uint64_t fixedCounterCode(unsigned n);
 std::vector<EventDesc> architecturalEvents(unsigned general_counters, unsigned fixed_counters = kFixedCounters);
 
 struct Shape {
-  unsigned general_counters = 4;            // 1..8
-  unsigned width = 48;                      // 16..64, general counters (and fixed ones unless fixed_width says)
+  unsigned general_counters = 4;             // 1..8
+  unsigned width = 48;                       // 16..64, general counters (and fixed ones unless fixed_width says)
   unsigned fixed_counters = kFixedCounters;  // 0..3: hardware may implement fewer (CPUID.0AH:EDX[4:0])
-  unsigned fixed_width = 0;                 // 16..64, or 0: the same as width
+  unsigned fixed_width = 0;                  // 16..64, or 0: the same as width
 };
 
 Status checkShape(const Shape& shape);

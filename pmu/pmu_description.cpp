@@ -130,8 +130,10 @@ std::vector<std::string> PmuDescription::validate() const {
 
   for (std::size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
-    if (e.name.empty()) fail(fmt::format("event #{}: no name", i));
-    else if (!isEventName(e.name)) fail(fmt::format("event {}: name must be [A-Z0-9_]", e.name));
+    if (e.name.empty())
+      fail(fmt::format("event #{}: no name", i));
+    else if (!isEventName(e.name))
+      fail(fmt::format("event {}: name must be [A-Z0-9_]", e.name));
     if (e.counters == 0) fail(fmt::format("event {}: no counter can count it", e.name));
     if (e.counters & ~pmdMask()) fail(fmt::format("event {}: names counters that do not exist", e.name));
     for (const auto& d : pmds)
@@ -140,8 +142,10 @@ std::vector<std::string> PmuDescription::validate() const {
     if (findEvent(e.name) != &e) fail(fmt::format("event {}: listed twice", e.name));
     // An alias never hides an event's own name, nor another alias.
     for (const auto& a : e.aliases) {
-      if (!isEventName(a)) fail(fmt::format("event {}: alias '{}' must be [A-Z0-9_]", e.name, a));
-      else if (findEvent(a) != &e) fail(fmt::format("event {}: alias {} names another event", e.name, a));
+      if (!isEventName(a))
+        fail(fmt::format("event {}: alias '{}' must be [A-Z0-9_]", e.name, a));
+      else if (findEvent(a) != &e)
+        fail(fmt::format("event {}: alias {} names another event", e.name, a));
     }
   }
   return bad;

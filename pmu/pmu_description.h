@@ -18,21 +18,21 @@ using RegMask = std::uint64_t;
 constexpr RegMask regBit(unsigned index) { return RegMask{1} << index; }
 
 struct PmcDesc {
-  unsigned index = 0;         // perfmon2 register number: pmcN
-  std::string name;           // hardware name, e.g. "PERFEVTSEL0"
-  std::uint32_t addr = 0;     // MSR address
-  std::uint64_t dfl_val = 0;  // value of a freshly created session
+  unsigned index = 0;           // perfmon2 register number: pmcN
+  std::string name;             // hardware name, e.g. "PERFEVTSEL0"
+  std::uint32_t addr = 0;       // MSR address
+  std::uint64_t dfl_val = 0;    // value of a freshly created session
   std::uint64_t rsvd_mask = 0;  // bits that must be written as 0
 };
 
 // A counter. Its configuration is a field of one PMC: a general counter owns a
 // whole PERFEVTSEL, a fixed counter one 4-bit field of FIXED_CTR_CTRL.
 struct PmdDesc {
-  unsigned index = 0;         // perfmon2 register number: pmdN
-  std::string name;           // hardware name, e.g. "PMC0"
-  std::uint32_t addr = 0;     // MSR address
-  unsigned width = 0;         // implemented bits; the engine emulates the rest
-  unsigned ctl_pmc = 0;       // index of the PMC that configures this counter
+  unsigned index = 0;             // perfmon2 register number: pmdN
+  std::string name;               // hardware name, e.g. "PMC0"
+  std::uint32_t addr = 0;         // MSR address
+  unsigned width = 0;             // implemented bits; the engine emulates the rest
+  unsigned ctl_pmc = 0;           // index of the PMC that configures this counter
   std::uint64_t field_mask = 0;   // the bits of ctl_pmc that belong to this counter
   std::uint64_t usr_bits = 0;     // privilege bit: count at user level
   std::uint64_t os_bits = 0;      // privilege bit: count at kernel level
@@ -42,19 +42,17 @@ struct PmdDesc {
   // they run is not the caller's to see, so it needs what system-wide
   // counting needs (session/register_rules.cpp). 0: the PMU has no such bit.
   std::uint64_t any_bits = 0;
-  std::uint64_t fixed_code = 0;   // fixed counters: the event they count; 0 = general
+  std::uint64_t fixed_code = 0;  // fixed counters: the event they count; 0 = general
 
   bool isFixed() const { return fixed_code != 0; }
-  std::uint64_t widthMask() const {
-    return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
-  }
+  std::uint64_t widthMask() const { return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1; }
 };
 
 struct EventDesc {
-  std::string name;           // upper case, e.g. "INSTRUCTION_RETIRED"
-  std::uint64_t code = 0;     // event select | umask << 8, as PERFEVTSEL holds it
-  RegMask counters = 0;       // PMDs that can count it
-  std::string desc;           // one line for people
+  std::string name;        // upper case, e.g. "INSTRUCTION_RETIRED"
+  std::uint64_t code = 0;  // event select | umask << 8, as PERFEVTSEL holds it
+  RegMask counters = 0;    // PMDs that can count it
+  std::string desc;        // one line for people
   // Other names it answers to, e.g. libpfm 3.10's for the architectural
   // events (docs/libpfm-compat.md): accepted wherever a name is, never listed
   // as events of their own.

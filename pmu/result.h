@@ -30,8 +30,10 @@ inline std::string printable(std::string_view text) {
   std::string out;
   for (std::size_t i = 0; i < text.size() && i < 64; ++i) {
     auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') out += static_cast<char>(c);
-    else out += fmt::format("\\x{:02x}", c);
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
   }
   if (text.size() > 64) out += "...";
   return out;
@@ -45,7 +47,10 @@ class [[nodiscard]] Status {
 
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const Error& error() const { assert(!ok_); return error_; }
+  const Error& error() const {
+    assert(!ok_);
+    return error_;
+  }
   int code() const { return ok_ ? 0 : error_.code; }
 
  private:
@@ -62,13 +67,22 @@ class [[nodiscard]] Result {
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
-  T& value() { assert(ok()); return std::get<0>(v_); }
-  const T& value() const { assert(ok()); return std::get<0>(v_); }
+  T& value() {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const {
+    assert(ok());
+    return std::get<0>(v_);
+  }
   T& operator*() { return value(); }
   const T& operator*() const { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
-  const Error& error() const { assert(!ok()); return std::get<1>(v_); }
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
   int code() const { return ok() ? 0 : error().code; }
   Status status() const { return ok() ? Status() : Status(error()); }
 

@@ -9,10 +9,10 @@ namespace pfmfs::session {
 struct Caller {
   uid_t uid = 0;  // FUSE's: the caller's filesystem uid, owner of what it creates
   gid_t gid = 0;
-  pid_t pid = 0;  // the calling thread
+  pid_t pid = 0;                        // the calling thread
   bool may_monitor_any_thread = false;  // CAP_SYS_PTRACE in pfmfsd's user namespace
-  bool may_system_wide = false;   // CAP_PERFMON (or CAP_SYS_ADMIN), or in the daemon's system group
-  bool may_count_kernel = false;  // CAP_PERFMON (or CAP_SYS_ADMIN), or the daemon's --allow-kernel
+  bool may_system_wide = false;         // CAP_PERFMON (or CAP_SYS_ADMIN), or in the daemon's system group
+  bool may_count_kernel = false;        // CAP_PERFMON (or CAP_SYS_ADMIN), or the daemon's --allow-kernel
   // What a thread load checks as the kernel's ptrace rule does
   // (session/monitor_rule.h): the caller's real ids, its process, and
   // whether the thread ids it writes are pfmfsd's (its pid namespace is).

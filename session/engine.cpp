@@ -29,8 +29,8 @@ void Engine::shutdown() {
 bool Engine::validName(std::string_view name) {
   if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
   for (char c : name) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-              c == '-';
+    bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
     if (!ok) return false;
   }
   return true;
@@ -107,8 +107,7 @@ Status Engine::claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s)
   if (mode == Mode::System) {
     auto it = cpus_.find(id);
     if (it != cpus_.end())
-      if (auto other = it->second.lock())
-        return err(EBUSY, "cpu {} is taken by session {}", id, other->name());
+      if (auto other = it->second.lock()) return err(EBUSY, "cpu {} is taken by session {}", id, other->name());
     cpus_[id] = s;
     return {};
   }

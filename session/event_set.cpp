@@ -61,7 +61,8 @@ std::vector<RegWrite> EventSet::nonDefaultRegisters() const {
   std::vector<RegWrite> out;
   for (std::size_t i = 0; i < pmcs_.size(); ++i) {
     const PmcState& c = pmcs_[i];
-    if (c.value != desc_.pmcs[i].dfl_val || c.no_emul64) out.push_back(PmcWrite{desc_.pmcs[i].index, c.value, c.no_emul64});
+    if (c.value != desc_.pmcs[i].dfl_val || c.no_emul64)
+      out.push_back(PmcWrite{desc_.pmcs[i].index, c.value, c.no_emul64});
   }
   for (std::size_t i = 0; i < pmds_.size(); ++i) {
     const PmdState& p = pmds_[i];

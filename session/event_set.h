@@ -37,12 +37,12 @@ struct PmdState {
   pmu::RegMask smpl_pmds = 0;
   std::uint64_t random_mask = 0;
   std::uint64_t eventid = 0;
-  std::uint64_t sampled_hw = 0;   // no-interrupt backends: hardware bits at the last sample
-  std::uint64_t initial = 0;      // the value last written: where a followed child starts (inherit)
-  std::uint64_t children = 0;     // events counted by followed children that exited, merged (inherit)
+  std::uint64_t sampled_hw = 0;  // no-interrupt backends: hardware bits at the last sample
+  std::uint64_t initial = 0;     // the value last written: where a followed child starts (inherit)
+  std::uint64_t children = 0;    // events counted by followed children that exited, merged (inherit)
   bool notify = false;
   bool random = false;
-  bool written = false;           // the user wrote it at least once
+  bool written = false;  // the user wrote it at least once
 };
 
 class EventSet {

@@ -9,7 +9,8 @@ namespace {
 
 template <typename T>
 void putLe(MessageRecord& r, std::size_t off, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) r[off + i] = static_cast<unsigned char>(static_cast<std::uint64_t>(v) >> (8 * i));
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    r[off + i] = static_cast<unsigned char>(static_cast<std::uint64_t>(v) >> (8 * i));
 }
 
 }  // namespace

@@ -20,11 +20,11 @@ enum class MessageType : std::uint32_t {
 
 struct Message {
   MessageType type = MessageType::Overflow;
-  std::uint64_t seq = 0;        // from 1, per session
-  std::uint16_t set = 0;        // active set at the overflow
-  pmu::RegMask pmds = 0;        // overflowed PMDs that asked for notification
-  pid_t pid = 0;                // process of the interrupted thread
-  pid_t tid = 0;                // the interrupted thread
+  std::uint64_t seq = 0;  // from 1, per session
+  std::uint16_t set = 0;  // active set at the overflow
+  pmu::RegMask pmds = 0;  // overflowed PMDs that asked for notification
+  pid_t pid = 0;          // process of the interrupted thread
+  pid_t tid = 0;          // the interrupted thread
   int cpu = 0;
   std::uint64_t ip = 0;
 };

@@ -17,7 +17,8 @@ Status checkPmcWrite(const pmu::PmuDescription& desc, const Caller& caller, cons
     std::uint64_t field = w.value & d.field_mask;
     std::uint64_t priv = d.usr_bits | d.os_bits;
     if (field != 0 && (field & priv) == 0)
-      return err(EINVAL, "pmc{}: pmd{} is configured (0x{:x}) with neither the user (0x{:x}) nor the kernel (0x{:x}) bit",
+      return err(EINVAL,
+                 "pmc{}: pmd{} is configured (0x{:x}) with neither the user (0x{:x}) nor the kernel (0x{:x}) bit",
                  w.index, d.index, field, d.usr_bits, d.os_bits);
     kernel = kernel || (field & d.os_bits);
     any_thread = any_thread || (field & d.any_bits);

@@ -12,8 +12,8 @@
 #include "fastpath/fast_page.h"  // ~Session: the page being built
 #include "pmu/host_info.h"
 #include "pmu/task_creds.h"
-#include "session/monitor_rule.h"
 #include "session/engine.h"
+#include "session/monitor_rule.h"
 #include "session/saturating.h"
 #include "session/session_op.h"
 
@@ -23,10 +23,14 @@ const char* toString(Mode m) { return m == Mode::Thread ? "thread" : "system"; }
 
 const char* toString(State s) {
   switch (s) {
-    case State::Unloaded: return "unloaded";
-    case State::Loaded: return "loaded";
-    case State::Active: return "active";
-    case State::Masked: return "masked";
+    case State::Unloaded:
+      return "unloaded";
+    case State::Loaded:
+      return "loaded";
+    case State::Active:
+      return "active";
+    case State::Masked:
+      return "masked";
   }
   return "?";
 }

@@ -54,18 +54,18 @@ struct Flags {
 struct StateInfo {
   State state = State::Unloaded;
   Mode mode = Mode::Thread;
-  std::optional<int> target;   // tid or cpu while loaded
-  std::uint16_t set = 0;       // the active set (the next to run while stopped)
+  std::optional<int> target;  // tid or cpu while loaded
+  std::uint16_t set = 0;      // the active set (the next to run while stopped)
   std::size_t queued = 0;
   std::uint64_t lost = 0;
-  bool exited = false;         // the monitored thread exited and unloaded the session
+  bool exited = false;               // the monitored thread exited and unloaded the session
   std::uint64_t unscheduled_ns = 0;  // time the backend could not count the active set (perf's multiplexing)
   // With flags inherit (pfmfs(5), INHERITANCE):
   bool inherit = false;
-  bool target_exited = false; // while loaded: the target exited, children are still followed
-  std::size_t followed = 0;   // children followed now
-  std::uint64_t merged = 0;   // exited children whose counts were added to `children`
-  std::uint64_t dropped = 0;  // exited children whose counts were not (the session was reprogrammed since)
+  bool target_exited = false;  // while loaded: the target exited, children are still followed
+  std::size_t followed = 0;    // children followed now
+  std::uint64_t merged = 0;    // exited children whose counts were added to `children`
+  std::uint64_t dropped = 0;   // exited children whose counts were not (the session was reprogrammed since)
 };
 
 struct SetInfo {
@@ -80,8 +80,8 @@ struct SetInfo {
 };
 
 struct PmdValue {
-  std::uint64_t value = 0;       // live while the set is on the hardware
-  PmdState state;                // attributes (state.value is `value`)
+  std::uint64_t value = 0;  // live while the set is on the hardware
+  PmdState state;           // attributes (state.value is `value`)
 };
 
 // One PMD of a set as `pmds` shows it: written by the user or counting in the
@@ -96,8 +96,8 @@ struct CountLine {
   std::uint16_t set = 0;
   unsigned pmd = 0;
   std::uint64_t value = 0;
-  std::uint64_t enabled_ns = 0;      // time the session was active and counting
-  std::uint64_t running_ns = 0;      // time this set was active and counting
+  std::uint64_t enabled_ns = 0;         // time the session was active and counting
+  std::uint64_t running_ns = 0;         // time this set was active and counting
   std::optional<std::uint64_t> scaled;  // value * enabled / running; none if running == 0
   // With flags inherit: what followed children that exited counted in this
   // PMD, and the estimate of the whole tree, (value + children) * enabled / running.
@@ -118,7 +118,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   gid_t gid() const { return gid_; }
 
   Mode mode() const;
-  Status setMode(Mode m);          // EBUSY once loaded before; EINVAL system + notify_block
+  Status setMode(Mode m);  // EBUSY once loaded before; EINVAL system + notify_block
   Flags flags() const;
   Status setFlags(const Flags& f);  // EBUSY while loaded; EINVAL notify_block in system mode
 
@@ -245,10 +245,10 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::uint64_t effectiveTimeout(const SwitchSpec& s) const;
 
   // Time and hardware (session_time.cpp).
-  void catchUp();                     // to the present, children's news first
-  void catchUpNow();                  // to the present, time only
+  void catchUp();                       // to the present, children's news first
+  void catchUpNow();                    // to the present, time only
   void catchUpTo(std::uint64_t t_end);  // lockstep: every thread on the session's time
-  void catchUpTree();                 // real clock with followers: each thread on its own
+  void catchUpTree();                   // real clock with followers: each thread on its own
   std::uint64_t catchUpThread(Counters c);
   void switchIfTimeIsUp();
   std::uint64_t advanceAll(std::uint64_t t);
@@ -257,18 +257,18 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void accountTo(std::uint64_t t);
   void drainOverflows();
   void drainOverflows(Counters c);
-  bool takeOverflowToken();           // false: the session has used up its overflow budget
-  void mask();                        // stop counting until restart
+  bool takeOverflowToken();  // false: the session has used up its overflow budget
+  void mask();               // stop counting until restart
   void handleHwOverflow(Counters c, const pmu::HwOverflow& o);
   void handleUserOverflow(Counters c, pmu::RegMask pmds, const pmu::HwOverflow& o);
-  void sampleActive();                // no-interrupt backends: catch wraps
+  void sampleActive();  // no-interrupt backends: catch wraps
   void sampleThread(Counters c);
-  void takeOverflowInSkid();          // before the active set leaves the PMU
+  void takeOverflowInSkid();  // before the active set leaves the PMU
   void takeOverflowInSkid(Counters c);
   void readHw(Counters c, pmu::RegMask pmds);
-  void foldActive(Counters c);        // hardware bits into the active set's values
+  void foldActive(Counters c);  // hardware bits into the active set's values
   void foldAll();
-  Status programActive(Counters c);   // the active set onto one thread's hardware (counting disabled)
+  Status programActive(Counters c);  // the active set onto one thread's hardware (counting disabled)
   Status programAll();
   void enableAll();
   void disableAll();
@@ -311,14 +311,14 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Flags flags_;
   State state_ = State::Unloaded;
   bool ever_loaded_ = false;
-  bool retired_ = false;             // destroyed: loads refused
+  bool retired_ = false;  // destroyed: loads refused
   bool exited_ = false;
   std::string error_;
   std::map<std::uint16_t, EventSet> sets_;
   std::uint16_t active_set_ = 0;
-  bool set_chosen_ = false;           // a start or load set=N has picked the active set
+  bool set_chosen_ = false;  // a start or load set=N has picked the active set
   MessageQueue messages_;
-  bool notify_pending_ = false;       // messages queued since the observer was last told
+  bool notify_pending_ = false;  // messages queued since the observer was last told
   // Operations between queueing messages (counted under the lock) and
   // having told the observer (after it).
   mutable std::atomic<unsigned> notifying_{0};
@@ -326,31 +326,31 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // While loaded.
   std::unique_ptr<pmu::TargetPmu> pmu_;
   pmu::Target target_;
-  pid_t target_pid_ = 0;                // process of a thread target
+  pid_t target_pid_ = 0;  // process of a thread target
   // Scratch, by slot: hardware bits read or to load, PMC image, 64-bit values.
   std::vector<std::uint64_t> hw_;
   std::vector<std::uint64_t> pmc_image_;
   std::vector<std::uint64_t> values_;
-  std::uint64_t counted_to_ = 0;        // target time accounted so far while counting
-  std::uint64_t set_elapsed_ = 0;       // counting time of the active set in this activation
-  std::uint64_t last_sample_ = 0;       // no-interrupt backends
-  bool held_ = false;                   // notify_block: target held until restart
-  std::uint64_t ovfl_tokens_ = 0;       // overflow interrupts left in the budget
-  std::uint64_t ovfl_tokens_at_ = 0;    // target time of the last refill
-  std::uint16_t pending_set_ = 0;       // masked: the set whose PMDs restart resets
+  std::uint64_t counted_to_ = 0;      // target time accounted so far while counting
+  std::uint64_t set_elapsed_ = 0;     // counting time of the active set in this activation
+  std::uint64_t last_sample_ = 0;     // no-interrupt backends
+  bool held_ = false;                 // notify_block: target held until restart
+  std::uint64_t ovfl_tokens_ = 0;     // overflow interrupts left in the budget
+  std::uint64_t ovfl_tokens_at_ = 0;  // target time of the last refill
+  std::uint16_t pending_set_ = 0;     // masked: the set whose PMDs restart resets
   pmu::RegMask pending_resets_ = 0;
-  bool stopped_while_masked_ = false;   // masked, then stop: restart leaves the session loaded
-  bool late_restart_ok_ = false;        // unloaded while masked: one restart is a late acknowledgement
+  bool stopped_while_masked_ = false;  // masked, then stop: restart leaves the session loaded
+  bool late_restart_ok_ = false;       // unloaded while masked: one restart is a late acknowledgement
 
   // Inheritance, while loaded.
-  bool target_exited_ = false;           // the target is gone, children still followed
-  std::uint64_t control_gen_ = 0;        // a new value at every load and PMC write
+  bool target_exited_ = false;     // the target is gone, children still followed
+  std::uint64_t control_gen_ = 0;  // a new value at every load and PMC write
   std::vector<std::unique_ptr<Follower>> followers_;
   std::map<pid_t, std::uint64_t> aggregate_children_;  // Aggregate: tid -> generation at creation
-  std::vector<pmu::ChildEvent> child_events_;         // scratch
-  std::uint64_t tree_now_ = 0;           // treeClock(): the session's time, CPU time of every followed thread
-  std::uint64_t target_last_time_ = 0;   // treeClock(): the target's time at the last catch-up
-  pid_t pending_tid_ = 0;                // masked: the thread whose PMDs restart resets (0: the target)
+  std::vector<pmu::ChildEvent> child_events_;          // scratch
+  std::uint64_t tree_now_ = 0;          // treeClock(): the session's time, CPU time of every followed thread
+  std::uint64_t target_last_time_ = 0;  // treeClock(): the target's time at the last catch-up
+  pid_t pending_tid_ = 0;               // masked: the thread whose PMDs restart resets (0: the target)
   // publishChildImage(): what the backend was last told children start with.
   struct ChildImage {
     std::uint16_t set = 0;

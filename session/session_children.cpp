@@ -194,8 +194,10 @@ void Session::publishChildImage() {
   img.pmds = s.usedPmds();
   img.counting = counting();
   if (child_image_ == img) return;
-  if (child_image_) std::swap(*child_image_, img);
-  else child_image_ = img;
+  if (child_image_)
+    std::swap(*child_image_, img);
+  else
+    child_image_ = img;
   pmu_->setChildImage(pmu::SetImage{child_image_->set, child_image_->pmcs, child_image_->pmds, child_image_->pmd_bits},
                       child_image_->counting);
 }

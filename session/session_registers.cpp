@@ -20,9 +20,7 @@ Status Session::writePmc(const Caller& caller, unsigned set, const PmcWrite& w) 
   return writeRegs(caller, set, {RegWrite{w}});
 }
 
-Status Session::writePmd(unsigned set, const PmdWrite& w) {
-  return writeRegs(Caller{}, set, {RegWrite{w}});
-}
+Status Session::writePmd(unsigned set, const PmdWrite& w) { return writeRegs(Caller{}, set, {RegWrite{w}}); }
 
 Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<RegWrite>& writes) {
   Op op(*this);
@@ -34,8 +32,8 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
                                                     : checkPmdWrite(desc_, std::get<PmdWrite>(w));
     if (!st) return fail(st.error());
   }
-  const bool reprograms = std::any_of(writes.begin(), writes.end(),
-                                      [](const RegWrite& w) { return std::holds_alternative<PmcWrite>(w); });
+  const bool reprograms =
+      std::any_of(writes.begin(), writes.end(), [](const RegWrite& w) { return std::holds_alternative<PmcWrite>(w); });
   bool live = false;
   if (counting()) {
     catchUp();

@@ -49,7 +49,8 @@ Status Session::setSwitch(unsigned set, const SwitchSpec& spec) {
   Op op(*this);
   EventSet* s = findSet(set);
   if (!s) return fail(err(EINVAL, "no set {}", set));
-  if (spec.on_time && spec.timeout_ns == 0) return fail(err(EINVAL, "switch time 0: the timeout must be at least 1 ns"));
+  if (spec.on_time && spec.timeout_ns == 0)
+    return fail(err(EINVAL, "switch time 0: the timeout must be at least 1 ns"));
   if (loaded()) return fail(err(EBUSY, "switching can only change while unloaded"));
   SwitchSpec clean = spec;
   if (!clean.on_time) clean.timeout_ns = 0;

@@ -48,8 +48,7 @@ void Session::releaseHolds() {
 // CPU time, and the session's time is the sum of theirs (tree time), so that
 // a shell waiting for its children still switches sets while they run.
 bool Session::treeClock() const {
-  return flags_.inherit && mode_ == Mode::Thread && !aggregate_ &&
-         engine_.backend().clock() == pmu::ClockKind::Real;
+  return flags_.inherit && mode_ == Mode::Thread && !aggregate_ && engine_.backend().clock() == pmu::ClockKind::Real;
 }
 
 // ---- time, overflows, switching ---------------------------------------------------

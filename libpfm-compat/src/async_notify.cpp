@@ -22,7 +22,6 @@
 namespace pfmcompat {
 namespace {
 
-
 std::mutex g_mutex;      // creation, fork and the abandoned fences only
 bool g_started = false;  // the threads run in this process
 int g_epoll = -1;
@@ -184,7 +183,7 @@ void* signallerMain(void* arg) {
     long n = sys(SYS_read, request_fd, long(&req), sizeof req);
     if (n == -1 && errno == EINTR) continue;
     if (n != long(sizeof req)) return nullptr;  // the process is going (or forked away)
-    if (req.fence) {  // every request before it is sent
+    if (req.fence) {                            // every request before it is sent
       while (!req.fence->made.load(std::memory_order_acquire)) {
       }
       pthread_mutex_lock(&req.fence->mu);
@@ -274,7 +273,7 @@ void drainNotifications(int fd) {
   }
   struct f_owner_ex owner;
   if (fcntl(fd, F_GETOWN_EX, &owner) != 0 || owner.pid <= 0) return;  // no owner: no signals to wait for
-  int efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);  // readable at once
+  int efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);                   // readable at once
   if (efd < 0) return;
   auto* fence = new Fence;
   pthread_condattr_t attr;

@@ -101,8 +101,7 @@ FdLease Context::setFile(uint16_t set, SetFile which) {
   if (!slot) slot = claimSlot(set);
   if (!slot) return FdLease::owned(opened);
   int expected = -1;
-  if (slot->fds[w].compare_exchange_strong(expected, opened, std::memory_order_acq_rel))
-    return FdLease::cached(opened);
+  if (slot->fds[w].compare_exchange_strong(expected, opened, std::memory_order_acq_rel)) return FdLease::cached(opened);
   close(opened);
   return FdLease::cached(expected);
 }

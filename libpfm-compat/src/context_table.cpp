@@ -73,8 +73,8 @@ Context* ContextTable::allocate() {
   {
     std::lock_guard<std::mutex> lock(g_pop_mutex);
     Context* head = g_free.load(std::memory_order_acquire);
-    while (head && !g_free.compare_exchange_weak(head, head->next_free, std::memory_order_acq_rel,
-                                                 std::memory_order_acquire)) {
+    while (head &&
+           !g_free.compare_exchange_weak(head, head->next_free, std::memory_order_acq_rel, std::memory_order_acquire)) {
     }
     if (head) return head;
   }

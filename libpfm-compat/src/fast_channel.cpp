@@ -40,9 +40,9 @@ void closeAll(const int* fds, int n) {
 // process that sees more daemons than slots reads pmu/info each time.
 constexpr int kSlots = 8;
 Endpoint g_slots[kSlots];
-std::atomic<int> g_used{0};           // slots taken (written or being written)
-std::atomic<int> g_current{-1};       // the published slot; -1: none yet
-std::atomic<bool> g_none{false};      // pmu/info said: no fast path
+std::atomic<int> g_used{0};       // slots taken (written or being written)
+std::atomic<int> g_current{-1};   // the published slot; -1: none yet
+std::atomic<bool> g_none{false};  // pmu/info said: no fast path
 
 bool readEndpoint(Endpoint* ep);
 
@@ -121,8 +121,7 @@ int fastPathRequest(const Endpoint& ep, const char* request, int* fds, int max_f
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   const size_t name_len = strnlen(ep.name, sizeof ep.name);
-  if (name_len < 2 || name_len >= sizeof ep.name || ep.name[0] != '@' || name_len > sizeof a.sun_path)
-    return -EINVAL;
+  if (name_len < 2 || name_len >= sizeof ep.name || ep.name[0] != '@' || name_len > sizeof a.sun_path) return -EINVAL;
   memcpy(a.sun_path + 1, ep.name + 1, name_len - 1);  // the '@' stands for the leading NUL
   const socklen_t addr_len = socklen_t(offsetof(sockaddr_un, sun_path) + name_len);
 
@@ -142,8 +141,8 @@ int fastPathRequest(const Endpoint& ep, const char* request, int* fds, int max_f
   // a stranger who bound a name the daemon let go is told nothing.
   ucred peer{};
   socklen_t peer_len = sizeof peer;
-  if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 || peer_len != sizeof peer ||
-      peer.pid != ep.pid || peer.uid != ep.uid) {
+  if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 || peer_len != sizeof peer || peer.pid != ep.pid ||
+      peer.uid != ep.uid) {
     close(s);
     return kNotTheDaemon;
   }

@@ -6,8 +6,8 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
-#include <sys/ioctl.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -181,8 +181,7 @@ bool FastPath::readByRdpmc(uint64_t* members) const {
     // schedules the event in or out; a changed `lock` means read again.
     for (int tries = 0; tries < 8 && !done; ++tries) {
       const uint32_t seq = __atomic_load_n(&pc->lock, __ATOMIC_ACQUIRE);
-      fp::MmapCounter m{__atomic_load_n(&pc->index, __ATOMIC_RELAXED),
-                        __atomic_load_n(&pc->offset, __ATOMIC_RELAXED),
+      fp::MmapCounter m{__atomic_load_n(&pc->index, __ATOMIC_RELAXED), __atomic_load_n(&pc->offset, __ATOMIC_RELAXED),
                         __atomic_load_n(&pc->pmc_width, __ATOMIC_RELAXED), capUserRdpmc(pc)};
       if (!fp::rdpmcUsable(m)) return false;  // not on a counter now: read(2)
       const uint64_t raw = __builtin_ia32_rdpmc(int(m.index - 1));

@@ -65,7 +65,7 @@ class FastPath {
   const pfmfs::fastpath::Page* page_ = nullptr;
   Endpoint endpoint_ = {};
   uint64_t group_id_ = 0;
-  uint64_t refused_group_ = 0;  // the daemon said no to this group: no asking again
+  uint64_t refused_group_ = 0;     // the daemon said no to this group: no asking again
   int group_fds_[kMaxChannelFds];  // leader first, in the group's read order
   int group_fd_count_ = 0;
   const perf_event_mmap_page* member_pages_[kMaxChannelFds];  // all mapped, or none

@@ -13,10 +13,14 @@ bool parseU64(const char* s, size_t n, uint64_t* out) {
     for (size_t i = 2; i < n; ++i) {
       char c = s[i];
       unsigned d;
-      if (c >= '0' && c <= '9') d = unsigned(c - '0');
-      else if (c >= 'a' && c <= 'f') d = unsigned(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') d = unsigned(c - 'A' + 10);
-      else return false;
+      if (c >= '0' && c <= '9')
+        d = unsigned(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        d = unsigned(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        d = unsigned(c - 'A' + 10);
+      else
+        return false;
       v = (v << 4) | d;
     }
   } else {

@@ -51,8 +51,7 @@ bool versionSaysPfmfs(const char* dir) {
 void unescapeMountinfo(char* s) {
   char* out = s;
   for (char* in = s; *in; ++in) {
-    if (in[0] == '\\' && in[1] >= '0' && in[1] <= '7' && in[2] >= '0' && in[2] <= '7' &&
-        in[3] >= '0' && in[3] <= '7') {
+    if (in[0] == '\\' && in[1] >= '0' && in[1] <= '7' && in[2] >= '0' && in[2] <= '7' && in[3] >= '0' && in[3] <= '7') {
       *out++ = char((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
       in += 3;
     } else {
@@ -94,8 +93,7 @@ bool firstFuseMountFromMountinfo(char* out, size_t out_size, bool root_only) {
     char* fstype = field ? strtok_r(nullptr, " \n", &save) : nullptr;
     char* source = fstype ? strtok_r(nullptr, " \n", &save) : nullptr;
     char* super = source ? strtok_r(nullptr, " \n", &save) : nullptr;
-    if (mount_point && fstype && strcmp(fstype, "fuse.pfmfs") == 0 && super &&
-        mountedBy(super, getuid(), root_only)) {
+    if (mount_point && fstype && strcmp(fstype, "fuse.pfmfs") == 0 && super && mountedBy(super, getuid(), root_only)) {
       unescapeMountinfo(mount_point);
       if (strlen(mount_point) < out_size) {
         strcpy(out, mount_point);

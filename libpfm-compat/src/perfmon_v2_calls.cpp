@@ -110,8 +110,7 @@ PFM_EXPORT os_err_t pfm_load_context(int fd, pfarg_load_t* load) {
 }
 
 PFM_EXPORT os_err_t pfm_start(int fd, pfarg_start_t* start) {
-  return onContext(fd, "pfm_start",
-                   [&](Context& c) { return startContext(c, start ? &start->start_set : nullptr); });
+  return onContext(fd, "pfm_start", [&](Context& c) { return startContext(c, start ? &start->start_set : nullptr); });
 }
 
 PFM_EXPORT os_err_t pfm_stop(int fd) {
@@ -131,8 +130,7 @@ PFM_EXPORT os_err_t pfm_create_evtsets(int fd, pfarg_setdesc_t* setd, int count)
     if (badVector(setd, count)) return -EINVAL;
     for (int i = 0; i < count; ++i) {
       uint64_t effective = 0;
-      if (int r = createSet(c, setd[i].set_id, setd[i].set_flags, setd[i].set_timeout, &effective); r < 0)
-        return r;
+      if (int r = createSet(c, setd[i].set_id, setd[i].set_flags, setd[i].set_timeout, &effective); r < 0) return r;
       setd[i].set_timeout = effective;
     }
     return 0;

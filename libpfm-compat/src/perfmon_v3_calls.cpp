@@ -183,10 +183,14 @@ PFM_EXPORT os_err_t pfm_set_state(int fd, int flags, int state) {
   return onContext(fd, "pfm_set_state", [&](Context& c) {
     if (flags != 0) return -EINVAL;
     switch (state) {
-      case PFM_ST_START: return startContext(c, nullptr);
-      case PFM_ST_STOP: return stopContext(c);
-      case PFM_ST_RESTART: return simpleCommand(c, "restart");
-      default: return -EINVAL;
+      case PFM_ST_START:
+        return startContext(c, nullptr);
+      case PFM_ST_STOP:
+        return stopContext(c);
+      case PFM_ST_RESTART:
+        return simpleCommand(c, "restart");
+      default:
+        return -EINVAL;
     }
   });
 }

@@ -20,8 +20,7 @@ ScratchBuffer::ScratchBuffer() {
     unsigned free_bits = ~busy & ((1u << kPoolSlots) - 1);
     if (free_bits == 0) break;
     int i = __builtin_ctz(free_bits);
-    if (g_busy.compare_exchange_weak(busy, busy | (1u << i), std::memory_order_acquire,
-                                     std::memory_order_relaxed)) {
+    if (g_busy.compare_exchange_weak(busy, busy | (1u << i), std::memory_order_acquire, std::memory_order_relaxed)) {
       slot_ = i;
       data_ = g_pool[i];
       return;

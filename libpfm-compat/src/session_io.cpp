@@ -78,7 +78,12 @@ void debugFailure(const Context& c, int user_fd, const char* call, int err) {
   int saved = errno;
   char line[512];
   TextBuilder t(line, sizeof line);
-  t.add("libpfm(pfmfs): ").add(call).add(" on fd ").dec(uint64_t(user_fd)).add(" failed: ").add(strerrorname_np(err) ? strerrorname_np(err) : "?");
+  t.add("libpfm(pfmfs): ")
+      .add(call)
+      .add(" on fd ")
+      .dec(uint64_t(user_fd))
+      .add(" failed: ")
+      .add(strerrorname_np(err) ? strerrorname_np(err) : "?");
   char reason[384];
   int fd = t_mount_failed ? openat(c.dirFd(), "error", O_RDONLY | O_CLOEXEC) : -1;
   if (!t_mount_failed) t.add(" (refused by the library)");

@@ -96,12 +96,12 @@ struct Entry {
   Kind kind;
 };
 constexpr Entry kRootEntries[] = {
-  {"version", Kind::kVersion},
-  {"syscall", Kind::kSyscall},
-  {"task_sessions_count", Kind::kTaskSessions},
-  {"sys_sessions_count", Kind::kSysSessions},
-  {"smpl_buffer_mem_cur", Kind::kSmplBufferMem},
-  {"pmu_desc", Kind::kPmuDesc},
+    {"version", Kind::kVersion},
+    {"syscall", Kind::kSyscall},
+    {"task_sessions_count", Kind::kTaskSessions},
+    {"sys_sessions_count", Kind::kSysSessions},
+    {"smpl_buffer_mem_cur", Kind::kSmplBufferMem},
+    {"pmu_desc", Kind::kPmuDesc},
 };
 constexpr const char* kAttrNames[] = {"name", "dfl_val", "rsvd_msk", "width", "addr"};
 
@@ -169,8 +169,10 @@ long registerNumber(const Node& node, const char* file, bool hex, TextBuilder& o
   if (n < 0) return n;
   uint64_t v;
   if (!parseU64(text, firstLine(text, size_t(n)), &v)) return -EIO;
-  if (hex) out.hex(v);
-  else out.dec(v);
+  if (hex)
+    out.hex(v);
+  else
+    out.dec(v);
   return 0;
 }
 
@@ -317,13 +319,26 @@ long content(const Node& node, char* buf, size_t cap) {
     case Kind::kVersion:
       out.dec(PFM_VERSION_MAJOR(PFM_VERSION)).add('.').dec(PFM_VERSION_MINOR(PFM_VERSION));
       break;
-    case Kind::kSyscall: out.dec(kSyscallBase); break;
-    case Kind::kTaskSessions: r = countSessions(false, out); break;
-    case Kind::kSysSessions: r = countSessions(true, out); break;
-    case Kind::kSmplBufferMem: out.dec(0); break;
-    case Kind::kModel: r = mountLine("pmu/desc/model", out); break;
-    case Kind::kRegAttr: r = registerAttr(node, out); break;
-    default: return -EISDIR;
+    case Kind::kSyscall:
+      out.dec(kSyscallBase);
+      break;
+    case Kind::kTaskSessions:
+      r = countSessions(false, out);
+      break;
+    case Kind::kSysSessions:
+      r = countSessions(true, out);
+      break;
+    case Kind::kSmplBufferMem:
+      out.dec(0);
+      break;
+    case Kind::kModel:
+      r = mountLine("pmu/desc/model", out);
+      break;
+    case Kind::kRegAttr:
+      r = registerAttr(node, out);
+      break;
+    default:
+      return -EISDIR;
   }
   if (r < 0) return r;
   out.add('\n');

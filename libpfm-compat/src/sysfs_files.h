@@ -39,8 +39,16 @@ inline bool underPrefix(const char* path) {
 }
 
 enum class Kind : uint8_t {
-  kRoot, kVersion, kSyscall, kTaskSessions, kSysSessions, kSmplBufferMem,
-  kPmuDesc, kModel, kRegDir, kRegAttr,
+  kRoot,
+  kVersion,
+  kSyscall,
+  kTaskSessions,
+  kSysSessions,
+  kSmplBufferMem,
+  kPmuDesc,
+  kModel,
+  kRegDir,
+  kRegAttr,
 };
 enum class Attr : uint8_t { kName, kDflVal, kRsvdMsk, kWidth, kAddr };
 
@@ -56,9 +64,9 @@ struct Node {
 
 struct Resolved {
   enum What { kPassThrough, kFound, kError } what = kPassThrough;
-  Node node;              // kFound
-  int error = 0;          // kError: ENOENT or ENOTDIR
-  bool createsIn = false; // kError ENOENT: only the last name is missing, in one of our directories
+  Node node;               // kFound
+  int error = 0;           // kError: ENOENT or ENOTDIR
+  bool createsIn = false;  // kError ENOENT: only the last name is missing, in one of our directories
 };
 
 // What path (underPrefix) names. kPassThrough when the files are not served

@@ -107,10 +107,14 @@ bool answerOpen(const char* path, int flags, int* result) {
 bool answerAccess(const char* path, int mode, int* result) {
   Resolved r = resolve(path);
   if (r.what == Resolved::kPassThrough) return false;
-  if (mode & ~(R_OK | W_OK | X_OK)) *result = -EINVAL;
-  else if (r.what == Resolved::kError) *result = -r.error;
-  else if ((mode & W_OK) || ((mode & X_OK) && !r.node.isDir())) *result = -EACCES;
-  else *result = 0;
+  if (mode & ~(R_OK | W_OK | X_OK))
+    *result = -EINVAL;
+  else if (r.what == Resolved::kError)
+    *result = -r.error;
+  else if ((mode & W_OK) || ((mode & X_OK) && !r.node.isDir()))
+    *result = -EACCES;
+  else
+    *result = 0;
   return true;
 }
 
@@ -304,17 +308,16 @@ XSTAT_LIKE(pfmfs_lxstat64, "__lxstat64", struct stat64, libc::lxstat64)
     if (!sysfs::underPrefix(path) || ver < 0 || ver > 1 ||                                     \
         (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH)))                    \
       return real(ver, dirfd, path, st, flags);                                                \
-    ANSWER(sysfs::answerStat(path, st, &r_),                                                   \
-           real(ver, dirfd, path, st, flags));                                                 \
+    ANSWER(sysfs::answerStat(path, st, &r_), real(ver, dirfd, path, st, flags));               \
   }
 FXSTATAT_LIKE(pfmfs_fxstatat, "__fxstatat", struct stat, libc::fxstatat)
 FXSTATAT_LIKE(pfmfs_fxstatat64, "__fxstatat64", struct stat64, libc::fxstatat64)
 
-SYSFS_EXPORT int pfmfs_statx(int dirfd, const char* path, int flags, unsigned int mask, struct statx* sx)
-    __asm__("statx");
+SYSFS_EXPORT int pfmfs_statx(int dirfd, const char* path, int flags, unsigned int mask,
+                             struct statx* sx) __asm__("statx");
 int pfmfs_statx(int dirfd, const char* path, int flags, unsigned int mask, struct statx* sx) {
-  if (!sysfs::underPrefix(path) || (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH |
-                                              AT_STATX_SYNC_TYPE)))
+  if (!sysfs::underPrefix(path) ||
+      (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH | AT_STATX_SYNC_TYPE)))
     return libc::statx(dirfd, path, flags, mask, sx);
   struct stat st;
   int saved = errno, r;

@@ -20,18 +20,42 @@ namespace pfmcompat::sysfs::libc {
 namespace {
 
 enum Fn {
-  kOpen, kOpen64, kOpenat, kOpenat64, kOpen2, kOpen64_2, kOpenat2, kOpenat64_2,
-  kFopen, kFopen64, kAccess, kFaccessat, kEuidaccess, kEaccess,
-  kStat, kStat64, kLstat, kLstat64, kFstatat, kFstatat64,
-  kXstat, kXstat64, kLxstat, kLxstat64, kFxstatat, kFxstatat64, kStatx, kOpendir,
+  kOpen,
+  kOpen64,
+  kOpenat,
+  kOpenat64,
+  kOpen2,
+  kOpen64_2,
+  kOpenat2,
+  kOpenat64_2,
+  kFopen,
+  kFopen64,
+  kAccess,
+  kFaccessat,
+  kEuidaccess,
+  kEaccess,
+  kStat,
+  kStat64,
+  kLstat,
+  kLstat64,
+  kFstatat,
+  kFstatat64,
+  kXstat,
+  kXstat64,
+  kLxstat,
+  kLxstat64,
+  kFxstatat,
+  kFxstatat64,
+  kStatx,
+  kOpendir,
   kCount
 };
 
 constexpr const char* kNames[kCount] = {
-  "open", "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2", "__openat64_2",
-  "fopen", "fopen64", "access", "faccessat", "euidaccess", "eaccess",
-  "stat", "stat64", "lstat", "lstat64", "fstatat", "fstatat64",
-  "__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstatat", "__fxstatat64", "statx", "opendir",
+    "open",         "open64",   "openat",     "openat64",   "__open_2",     "__open64_2", "__openat_2",
+    "__openat64_2", "fopen",    "fopen64",    "access",     "faccessat",    "euidaccess", "eaccess",
+    "stat",         "stat64",   "lstat",      "lstat64",    "fstatat",      "fstatat64",  "__xstat",
+    "__xstat64",    "__lxstat", "__lxstat64", "__fxstatat", "__fxstatat64", "statx",      "opendir",
 };
 
 std::atomic<void*> g_fn[kCount];
@@ -134,15 +158,25 @@ DIR* sysOpendir(const char* path) {
 bool fopenFlags(const char* mode, int* flags) {
   int f;
   switch (mode[0]) {
-    case 'r': f = O_RDONLY; break;
-    case 'w': f = O_WRONLY | O_CREAT | O_TRUNC; break;
-    case 'a': f = O_WRONLY | O_CREAT | O_APPEND; break;
-    default: return false;
+    case 'r':
+      f = O_RDONLY;
+      break;
+    case 'w':
+      f = O_WRONLY | O_CREAT | O_TRUNC;
+      break;
+    case 'a':
+      f = O_WRONLY | O_CREAT | O_APPEND;
+      break;
+    default:
+      return false;
   }
   for (const char* m = mode + 1; *m && *m != ','; ++m) {
-    if (*m == '+') f = (f & ~O_ACCMODE) | O_RDWR;
-    else if (*m == 'x') f |= O_EXCL;
-    else if (*m == 'e') f |= O_CLOEXEC;
+    if (*m == '+')
+      f = (f & ~O_ACCMODE) | O_RDWR;
+    else if (*m == 'x')
+      f |= O_EXCL;
+    else if (*m == 'e')
+      f |= O_CLOEXEC;
   }
   *flags = f;
   return true;

@@ -23,7 +23,10 @@ class TextBuilder {
   bool overflowed() const { return overflow_; }
   // Back to an earlier size (to drop a line that did not fit).
   void truncate(size_t len);
-  void clear() { truncate(0); overflow_ = false; }
+  void clear() {
+    truncate(0);
+    overflow_ = false;
+  }
 
  private:
   TextBuilder& append(const char* s, size_t n);  // all of it, or overflowed()

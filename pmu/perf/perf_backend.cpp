@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "pmu/host_info.h"
-#include "pmu/perf_event/perf_event.h"
 #include "pmu/perf/perf_inherit.h"
-#include "pmu/perf_event/perf_poller.h"
 #include "pmu/perf/perf_target.h"
+#include "pmu/perf_event/perf_event.h"
+#include "pmu/perf_event/perf_poller.h"
 
 namespace pfmfs::pmu::perf {
 

@@ -153,11 +153,7 @@ void ChildLedger::take(std::vector<ChildEvent>& out) {
 // ---- TreeFollower -----------------------------------------------------------------
 
 TreeFollower::TreeFollower(pid_t tid, int anchor_fd, const PmuDescription& desc, Poller& poller)
-    : tid_(tid),
-      desc_(desc),
-      anchor_fd_(anchor_fd),
-      poller_(poller),
-      ledger_(tid, desc.pmds.size()) {}
+    : tid_(tid), desc_(desc), anchor_fd_(anchor_fd), poller_(poller), ledger_(tid, desc.pmds.size()) {}
 
 TreeFollower::~TreeFollower() {
   if (watch_) poller_.unwatch(watch_key_);

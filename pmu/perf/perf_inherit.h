@@ -39,8 +39,8 @@
 
 #include "pmu/backend.h"
 #include "pmu/fd.h"
-#include "pmu/perf_event/perf_event.h"
 #include "pmu/perf/perf_models.h"
+#include "pmu/perf_event/perf_event.h"
 #include "pmu/result.h"
 
 namespace pfmfs::pmu::perf {
@@ -103,9 +103,9 @@ class ChildLedger {
     pid_t parent_tid = 0;
     std::set<std::uint64_t> expected;  // READs still to come
     ChildCounts counts;
-    bool exited = false;               // its EXIT (or a READ) was taken
-    std::uint64_t exited_at = 0;       // when
-    bool give_up = false;              // beginTake: nothing more will come
+    bool exited = false;          // its EXIT (or a READ) was taken
+    std::uint64_t exited_at = 0;  // when
+    bool give_up = false;         // beginTake: nothing more will come
   };
 
   void exited(pid_t tid, Child& c, std::uint64_t now_ns);

@@ -29,7 +29,8 @@ constexpr SoftwareEvent kSoftwareEvents[] = {
     {"CPU_MIGRATIONS", PERF_COUNT_SW_CPU_MIGRATIONS, "moves of a thread to another CPU (cpu-migrations)"},
     {"MINOR_FAULTS", PERF_COUNT_SW_PAGE_FAULTS_MIN, "page faults served without I/O (minor-faults)"},
     {"MAJOR_FAULTS", PERF_COUNT_SW_PAGE_FAULTS_MAJ, "page faults that needed I/O (major-faults)"},
-    {"ALIGNMENT_FAULTS", PERF_COUNT_SW_ALIGNMENT_FAULTS, "unaligned accesses fixed up by the kernel (alignment-faults)"},
+    {"ALIGNMENT_FAULTS", PERF_COUNT_SW_ALIGNMENT_FAULTS,
+     "unaligned accesses fixed up by the kernel (alignment-faults)"},
     {"EMULATION_FAULTS", PERF_COUNT_SW_EMULATION_FAULTS, "instructions emulated by the kernel (emulation-faults)"},
 };
 
@@ -115,9 +116,15 @@ std::optional<CounterEvent> counterEvent(Model model, const PmuDescription& desc
   } else if (d.isFixed()) {
     e.type = PERF_TYPE_HARDWARE;
     switch (d.fixed_code) {
-      case event::kInstructionRetired: e.config = PERF_COUNT_HW_INSTRUCTIONS; break;
-      case event::kUnhaltedCoreCycles: e.config = PERF_COUNT_HW_CPU_CYCLES; break;
-      default: e.config = PERF_COUNT_HW_REF_CPU_CYCLES; break;
+      case event::kInstructionRetired:
+        e.config = PERF_COUNT_HW_INSTRUCTIONS;
+        break;
+      case event::kUnhaltedCoreCycles:
+        e.config = PERF_COUNT_HW_CPU_CYCLES;
+        break;
+      default:
+        e.config = PERF_COUNT_HW_REF_CPU_CYCLES;
+        break;
     }
   } else {
     e.type = PERF_TYPE_RAW;

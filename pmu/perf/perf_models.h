@@ -23,7 +23,7 @@ enum class Model { Software, X86 };
 
 // What one counter asks perf to count.
 struct CounterEvent {
-  std::uint32_t type = 0;     // PERF_TYPE_*
+  std::uint32_t type = 0;  // PERF_TYPE_*
   std::uint64_t config = 0;
   bool exclude_user = false;
   bool exclude_kernel = false;

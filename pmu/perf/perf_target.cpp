@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "pmu/host_info.h"
-#include "pmu/perf_event/perf_event.h"
 #include "pmu/perf/perf_inherit.h"
+#include "pmu/perf_event/perf_event.h"
 #include "pmu/perf_event/perf_poller.h"
 
 namespace pfmfs::pmu::perf {
@@ -289,24 +289,24 @@ class PerfTarget final : public TargetPmu {
 
  private:
   struct Counter {
-    std::size_t slot = 0;       // PMD slot in the description
+    std::size_t slot = 0;  // PMD slot in the description
     CounterEvent event;
     Fd fd;
-    std::uint64_t id = 0;       // PERF_EVENT_IOC_ID: names it in overflow records
-    std::uint64_t base = 0;     // the value loaded (hardware bits)
-    std::uint64_t ref = 0;      // the perf count when `base` was loaded
-    std::uint64_t count = 0;    // the perf count at the last read
-    std::uint64_t period = 0;   // the kernel's sample period
-    std::uint64_t phase_at = 0; // the perf count where the kernel's period started
-    bool phase_known = true;    // false after a throttle, until the period is restarted
-    std::uint64_t ovfl_at = 0;  // the perf count at the last overflow taken
-    bool ovfl_valid = false;    // ovfl_at is the overflow a reload refers to
+    std::uint64_t id = 0;        // PERF_EVENT_IOC_ID: names it in overflow records
+    std::uint64_t base = 0;      // the value loaded (hardware bits)
+    std::uint64_t ref = 0;       // the perf count when `base` was loaded
+    std::uint64_t count = 0;     // the perf count at the last read
+    std::uint64_t period = 0;    // the kernel's sample period
+    std::uint64_t phase_at = 0;  // the perf count where the kernel's period started
+    bool phase_known = true;     // false after a throttle, until the period is restarted
+    std::uint64_t ovfl_at = 0;   // the perf count at the last overflow taken
+    bool ovfl_valid = false;     // ovfl_at is the overflow a reload refers to
   };
   struct Group {
     std::vector<Counter> counters;  // in the order opened; the first leads
     bool frozen_valid = false;      // disabled and read since: counts are current
     std::uint64_t time_enabled = 0, time_running = 0;
-    std::uint64_t id = 0;           // FastGroup::id: new at every openGroup
+    std::uint64_t id = 0;  // FastGroup::id: new at every openGroup
   };
 
   Status openGroup(Group& g, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted,
@@ -430,8 +430,8 @@ class PerfTarget final : public TargetPmu {
   std::unique_ptr<TreeFollower> tree_;  // with inherit: the children's events and records
 
   std::map<std::uint16_t, Group> groups_;  // one per set loaded so far
-  Group* current_ = nullptr;                // the loaded set's group
-  std::uint16_t current_set_ = 0;           // and its id
+  Group* current_ = nullptr;               // the loaded set's group
+  std::uint16_t current_set_ = 0;          // and its id
   bool enabled_ = false;
   std::uint64_t last_time_ = 0;
   std::uint64_t unscheduled_ns_ = 0;
@@ -445,8 +445,8 @@ class PerfTarget final : public TargetPmu {
 
 }  // namespace
 
-std::unique_ptr<TargetPmu> makePerfTarget(Model model, const PmuDescription& desc, Poller& poller,
-                                          const Target& target, pid_t tgid, Fd anchor, std::unique_ptr<RingBuffer> ring,
+std::unique_ptr<TargetPmu> makePerfTarget(Model model, const PmuDescription& desc, Poller& poller, const Target& target,
+                                          pid_t tgid, Fd anchor, std::unique_ptr<RingBuffer> ring,
                                           std::shared_ptr<Watch> watch, std::uint64_t watch_key,
                                           std::unique_ptr<TreeFollower> tree) {
   return std::make_unique<PerfTarget>(model, desc, poller, target, tgid, std::move(anchor), std::move(ring),

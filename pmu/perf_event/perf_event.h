@@ -62,7 +62,8 @@ Result<std::uint64_t> readCount(int fd);
 // | IP | TID | CPU), how many samples the kernel dropped (PERF_RECORD_LOST), or
 // that it throttled an event (PERF_RECORD_THROTTLE: too many interrupts per
 // tick; overflows go unreported until the next tick).
-inline constexpr std::uint64_t kSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CPU;
+inline constexpr std::uint64_t kSampleType =
+    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CPU;
 struct OverflowRecord {
   std::uint64_t id = 0;  // the event (PERF_EVENT_IOC_ID)
   std::uint64_t ip = 0;
@@ -109,7 +110,7 @@ class RingBuffer {
 
  private:
   void* base_ = nullptr;
-  std::size_t size_ = 0;   // the whole mapping
+  std::size_t size_ = 0;  // the whole mapping
   std::size_t data_size_ = 0;
   std::vector<unsigned char> scratch_;
 };

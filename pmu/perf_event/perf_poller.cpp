@@ -21,7 +21,8 @@ Result<std::unique_ptr<Poller>> Poller::create() {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = 0;
-  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, wake.get(), &ev) < 0) return err(errno, "epoll_ctl: {}", std::strerror(errno));
+  if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, wake.get(), &ev) < 0)
+    return err(errno, "epoll_ctl: {}", std::strerror(errno));
   std::unique_ptr<Poller> p(new Poller(std::move(ep), std::move(wake)));
   p->thread_ = startDaemonThread("pfmfs-poller", [q = p.get()] { q->run(); });
   return p;

@@ -54,11 +54,11 @@ class Poller {
   };
 
   Fd epoll_;
-  Fd wake_;  // eventfd: stop
+  Fd wake_;           // eventfd: stop
   std::mutex mutex_;  // guards entries_ and next_key_; never held while a listener runs
   std::map<std::uint64_t, Entry> entries_;
   std::uint64_t next_key_ = 1;  // 0 is the wake eventfd
-  std::mutex stop_mutex_;  // serialises stop()
+  std::mutex stop_mutex_;       // serialises stop()
   std::thread thread_;
 };
 

@@ -70,16 +70,16 @@ class EmulatedPmu final : public intel::MsrAccess {
 
  private:
   struct Counter {
-    std::uint32_t addr = 0;          // counter MSR
-    std::uint64_t global_bit = 0;    // its bit in GLOBAL_CTRL/STATUS
+    std::uint32_t addr = 0;        // counter MSR
+    std::uint64_t global_bit = 0;  // its bit in GLOBAL_CTRL/STATUS
     std::uint64_t width_mask = 0;
-    std::uint64_t value = 0;         // hardware bits as of now_
-    const SimEvent* event = nullptr; // what it counts while counting
-    std::uint64_t mark = 0;          // event->rate.count(now_) while counting
+    std::uint64_t value = 0;          // hardware bits as of now_
+    const SimEvent* event = nullptr;  // what it counts while counting
+    std::uint64_t mark = 0;           // event->rate.count(now_) while counting
     bool counting = false;
     bool interrupts = false;
-    int fixed = -1;                  // fixed counter number, or -1
-    std::uint32_t evtsel_addr = 0;   // general counters: their PERFEVTSEL
+    int fixed = -1;                 // fixed counter number, or -1
+    std::uint32_t evtsel_addr = 0;  // general counters: their PERFEVTSEL
   };
 
   Counter* counterAt(std::uint32_t addr);
@@ -98,7 +98,7 @@ class EmulatedPmu final : public intel::MsrAccess {
   std::uint64_t msr_writes_ = 0;
   std::uint64_t faults_ = 0;
   const std::uint64_t skid_;
-  std::uint64_t skid_due_ = kNever;   // when the interrupt in skid is raised
+  std::uint64_t skid_due_ = kNever;  // when the interrupt in skid is raised
   std::uint64_t skid_status_ = 0;    // the status bits set by the wraps in skid
   bool interrupt_pending_ = false;
 };

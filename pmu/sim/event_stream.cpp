@@ -78,10 +78,14 @@ std::optional<std::uint64_t> parseInteger(std::string_view s) {
     std::uint64_t v = 0;
     for (char c : s.substr(2)) {
       unsigned digit;
-      if (c >= '0' && c <= '9') digit = static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f') digit = static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') digit = static_cast<unsigned>(c - 'A' + 10);
-      else return std::nullopt;
+      if (c >= '0' && c <= '9')
+        digit = static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        digit = static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        digit = static_cast<unsigned>(c - 'A' + 10);
+      else
+        return std::nullopt;
       if (v >> 60) return std::nullopt;
       v = v << 4 | digit;
     }
@@ -179,8 +183,10 @@ EventRate EventRate::phased(std::vector<RatePhase> phases, std::uint64_t den) {
     std::uint64_t dur = std::min(p.duration_ns, kU64Max - period);
     if (dur == 0) break;
     period += dur;
-    if (!kept.empty() && kept.back().num == p.num) kept.back().duration_ns += dur;
-    else kept.push_back(RatePhase{dur, p.num});
+    if (!kept.empty() && kept.back().num == p.num)
+      kept.back().duration_ns += dur;
+    else
+      kept.push_back(RatePhase{dur, p.num});
   }
   if (kept.empty()) return EventRate();
   if (kept.size() == 1) return constant(kept[0].num, den);
@@ -243,8 +249,7 @@ Result<EventRate> EventRate::parse(std::string_view text) {
 std::uint64_t EventRate::count(std::uint64_t t) const {
   if (phases_.empty()) return 0;
   const u128 cap = capOf(den_);
-  if (phases_.size() == 1 && phases_[0].duration_ns == 0)
-    return countOf(satMul(phases_[0].num, t, cap), den_);
+  if (phases_.size() == 1 && phases_[0].duration_ns == 0) return countOf(satMul(phases_[0].num, t, cap), den_);
 
   std::uint64_t period = 0;
   u128 per_period = 0;
@@ -310,8 +315,7 @@ bool EventRate::isZero() const {
 
 std::uint64_t EventRate::maxRateCeil() const {
   std::uint64_t most = 0;
-  for (const auto& p : phases_)
-    most = std::max(most, p.num / den_ + (p.num % den_ != 0 ? 1 : 0));
+  for (const auto& p : phases_) most = std::max(most, p.num / den_ + (p.num % den_ != 0 ? 1 : 0));
   return most;
 }
 
@@ -353,12 +357,12 @@ std::vector<SimEvent> defaultEvents(unsigned general_counters) {
 
   constexpr std::uint64_t kHalfPeriodNs = 1'000'000;  // 1 ms on, 1 ms off
   RegMask general = generalMask(general_counters);
-  out.push_back(SimEvent{
-      EventDesc{"SIM_PHASE_A", 0x01f0, general, "Simulated event at 4/ns in the first half of every 2 ms"},
-      EventRate::phased({{kHalfPeriodNs, 4}, {kHalfPeriodNs, 0}}, 1), Ring::User});
-  out.push_back(SimEvent{
-      EventDesc{"SIM_PHASE_B", 0x02f0, general, "Simulated event at 4/ns in the second half of every 2 ms"},
-      EventRate::phased({{kHalfPeriodNs, 0}, {kHalfPeriodNs, 4}}, 1), Ring::User});
+  out.push_back(
+      SimEvent{EventDesc{"SIM_PHASE_A", 0x01f0, general, "Simulated event at 4/ns in the first half of every 2 ms"},
+               EventRate::phased({{kHalfPeriodNs, 4}, {kHalfPeriodNs, 0}}, 1), Ring::User});
+  out.push_back(
+      SimEvent{EventDesc{"SIM_PHASE_B", 0x02f0, general, "Simulated event at 4/ns in the second half of every 2 ms"},
+               EventRate::phased({{kHalfPeriodNs, 0}, {kHalfPeriodNs, 4}}, 1), Ring::User});
   return out;
 }
 
@@ -459,9 +463,12 @@ Result<SimEvent> parseEventLine(const std::vector<Field>& fields, unsigned gener
   ev.rate = *r;
 
   if (ring) {
-    if (ring->value == "user") ev.ring = Ring::User;
-    else if (ring->value == "kernel") ev.ring = Ring::Kernel;
-    else return err(EINVAL, "ring '{}': must be user or kernel", printable(ring->value));
+    if (ring->value == "user")
+      ev.ring = Ring::User;
+    else if (ring->value == "kernel")
+      ev.ring = Ring::Kernel;
+    else
+      return err(EINVAL, "ring '{}': must be user or kernel", printable(ring->value));
   }
 
   const RegMask general = generalMask(general_counters);
@@ -511,8 +518,7 @@ Result<std::vector<SimEvent>> parseEvents(std::string_view text, unsigned genera
       if (events[i].desc.name == ev->desc.name)
         return err(EINVAL, "line {}: name {} already defined on line {}", line_no, ev->desc.name, line_of[i]);
       if (events[i].desc.code == ev->desc.code)
-        return err(EINVAL, "line {}: code 0x{:x} already defined on line {}", line_no, ev->desc.code,
-                   line_of[i]);
+        return err(EINVAL, "line {}: code 0x{:x} already defined on line {}", line_no, ev->desc.code, line_of[i]);
     }
     events.push_back(std::move(*ev));
     line_of.push_back(line_no);

@@ -224,7 +224,7 @@ class SimTarget final : public TargetPmu {
   Target target_;
   pid_t tgid_;
   int schedstat_fd_;
-  std::uint64_t base_ = 0;      // raw time that maps to target time 0
+  std::uint64_t base_ = 0;  // raw time that maps to target time 0
   std::uint64_t last_raw_ = 0;
   std::uint64_t held_at_ = 0;
   bool held_ = false;

@@ -33,11 +33,11 @@ namespace pfmfs::pmu::sim {
 inline constexpr std::uint64_t kMaxSkid = 32767;
 
 struct SimOptions {
-  intel::Shape shape;               // --sim-counters, --sim-width
+  intel::Shape shape;                 // --sim-counters, --sim-width
   ClockKind clock = ClockKind::Real;  // --sim-clock
-  bool interrupts = true;           // false: no overflow interrupts; the engine samples
-  std::vector<SimEvent> events;     // --sim-events; empty = defaultEvents()
-  std::uint64_t skid = 0;           // --sim-skid: events past a wrap before its interrupt (EmulatedPmu)
+  bool interrupts = true;             // false: no overflow interrupts; the engine samples
+  std::vector<SimEvent> events;       // --sim-events; empty = defaultEvents()
+  std::uint64_t skid = 0;             // --sim-skid: events past a wrap before its interrupt (EmulatedPmu)
 };
 
 // The sim's entry in the backend registry (sim_entry.cpp): --sim-clock,

@@ -58,7 +58,8 @@ Result<std::unique_ptr<HelperDevice>> HelperDevice::open(const std::string& path
 Status HelperDevice::batch(unsigned long request, const char* what, const Target& target, void* ops,
                            std::size_t count) {
   if (count == 0) return {};
-  if (count > PFMFS_HELPER_MAX_BATCH) return err(EINVAL, "{} of {} MSRs: at most {} a batch", what, count, PFMFS_HELPER_MAX_BATCH);
+  if (count > PFMFS_HELPER_MAX_BATCH)
+    return err(EINVAL, "{} of {} MSRs: at most {} a batch", what, count, PFMFS_HELPER_MAX_BATCH);
   pfmfs_helper_batch b{};
   b.ops = reinterpret_cast<std::uintptr_t>(ops);
   b.count = static_cast<std::uint32_t>(count);

@@ -26,7 +26,7 @@ struct HelperInfo {
   unsigned fixed_width = 0;
   bool emulated = false;  // the module's test PMU, not hardware
   unsigned nr_cpu_ids = 0;
-  unsigned skid = 0;      // the test PMU's skid, in events
+  unsigned skid = 0;  // the test PMU's skid, in events
 };
 
 class HelperDevice {

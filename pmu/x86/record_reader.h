@@ -91,7 +91,7 @@ class RecordReader {
 
   using Key = std::pair<int, int>;  // (TargetKind, id)
   HelperDevice& device_;
-  Fd wake_;  // eventfd: stop
+  Fd wake_;           // eventfd: stop
   std::mutex mutex_;  // guards watches_; never held while a listener runs
   std::map<Key, std::shared_ptr<Watch>> watches_;
   std::atomic<std::uint64_t> lost_{0};

@@ -25,7 +25,8 @@ Result<PmuDescription> describe(const HelperInfo& info) {
   shape.fixed_width = shape.fixed_counters ? info.fixed_width : 0;
   if (Status st = intel::checkShape(shape); !st)
     return err(ENODEV, "the PMU the module reports is not one pfmfs can drive: {}", st.error().reason);
-  PmuDescription d = intel::makeDescription(shape, intel::architecturalEvents(shape.general_counters, shape.fixed_counters));
+  PmuDescription d =
+      intel::makeDescription(shape, intel::architecturalEvents(shape.general_counters, shape.fixed_counters));
   d.features.push_back("inherit");
   if (info.emulated) d.features.push_back("emulated");
   if (auto bad = d.validate(); !bad.empty()) return err(ENODEV, "PMU description: {}", bad.front());
@@ -73,8 +74,10 @@ Result<std::unique_ptr<TargetPmu>> X86Backend::attach(const Target& target, std:
   if (Status st = device_->attach(target, inherit ? PFMFS_HELPER_ATTACH_INHERIT : 0); !st) {
     reader_->unwatch(target);
     if (st.code() == -EBUSY)
-      return err(EBUSY, "{}: the helper module has it attached already, or {} (system-wide and per-thread "
-                        "monitoring exclude each other)", st.error().reason,
+      return err(EBUSY,
+                 "{}: the helper module has it attached already, or {} (system-wide and per-thread "
+                 "monitoring exclude each other)",
+                 st.error().reason,
                  target.kind == TargetKind::Cpu ? "a thread is monitored" : "a cpu is monitored system-wide");
     return st.error();
   }

@@ -46,8 +46,8 @@ class X86Backend final : public Backend {
   ClockKind clock() const override { return ClockKind::Real; }
   bool interruptsOnOverflow() const override { return true; }
   std::uint64_t samplingPeriodNs() const override { return 1'000'000'000; }  // unused: counters interrupt
-  bool exclusiveThreads() const override { return true; }  // one register image per thread
-  bool mappedReads() const override { return false; }      // counts live in the module's images
+  bool exclusiveThreads() const override { return true; }                    // one register image per thread
+  bool mappedReads() const override { return false; }                        // counts live in the module's images
   // The module attaches a thread's children at their creation, with the
   // image the engine last gave (setChildImage); each is adopted as a target.
   Inheritance inheritance() const override { return Inheritance::Adopt; }

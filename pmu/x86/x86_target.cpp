@@ -269,7 +269,8 @@ X86Target::ImageCopy X86Target::ImageCopy::of(const SetImage& image, bool counti
 }
 
 bool X86Target::ImageCopy::sameAs(const SetImage& image) const {
-  if (set != image.set || pmds != image.pmds || !std::equal(pmcs.begin(), pmcs.end(), image.pmcs.begin(), image.pmcs.end()))
+  if (set != image.set || pmds != image.pmds ||
+      !std::equal(pmcs.begin(), pmcs.end(), image.pmcs.begin(), image.pmcs.end()))
     return false;
   return std::equal(pmd_bits.begin(), pmd_bits.end(), image.pmd_bits.begin(), image.pmd_bits.end());
 }

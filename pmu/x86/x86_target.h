@@ -106,7 +106,7 @@ class X86Target final : public TargetPmu {
   std::uint64_t base_ = 0;  // raw time that maps to target time 0
   std::uint64_t last_ = 0;
   std::optional<std::uint64_t> frozen_time_;  // a thread that exited
-  bool enabled_ = false;  // the engine's last enable()/disable()
+  bool enabled_ = false;                      // the engine's last enable()/disable()
   bool reported_ = false;
   // The target with inherit: the template the module gives children now.
   std::optional<ImageCopy> published_;

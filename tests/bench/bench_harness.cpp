@@ -49,7 +49,8 @@ int waitFor(pid_t pid, long ms) {
 }
 
 bool stillMounted(const char* mount) {
-  struct stat m {}, parent {};
+  struct stat m {
+  }, parent{};
   if (::stat(mount, &m) != 0) return errno == ENOTCONN;  // its daemon died
   return ::stat(g_tmpdir, &parent) == 0 && m.st_dev != parent.st_dev;
 }

@@ -157,7 +157,8 @@ void BM_SetSwitch(benchmark::State& state) {
                             .c_str());
     return;
   }
-  state.counters["msr_writes_per_switch"] = benchmark::Counter(static_cast<double>(writes), benchmark::Counter::kAvgIterations);
+  state.counters["msr_writes_per_switch"] =
+      benchmark::Counter(static_cast<double>(writes), benchmark::Counter::kAvgIterations);
   state.counters["expected_writes"] = static_cast<double>(expected);
   state.SetLabel(shared ? "shared PMCs" : "different PMCs");
 }
@@ -289,7 +290,8 @@ void BM_OverflowProcessing(benchmark::State& state) {
     state.SkipWithError("not exactly one silent overflow per iteration");
     return;
   }
-  state.counters["msr_writes_per_overflow"] = benchmark::Counter(static_cast<double>(writes), benchmark::Counter::kAvgIterations);
+  state.counters["msr_writes_per_overflow"] =
+      benchmark::Counter(static_cast<double>(writes), benchmark::Counter::kAvgIterations);
 }
 BENCHMARK(BM_OverflowProcessing);
 
@@ -298,8 +300,8 @@ void BM_Counts(benchmark::State& state) {
   Rig r(8);
   if (!r.ok(state)) return;
   auto& s = *r.s;
-  const std::uint64_t events[] = {kCycles, kInstructions, kRefCycles, kLlcRefs,
-                                  kLlcMisses, kBranches, kBranchMisses, kPhaseA};
+  const std::uint64_t events[] = {kCycles,    kInstructions, kRefCycles,    kLlcRefs,
+                                  kLlcMisses, kBranches,     kBranchMisses, kPhaseA};
   for (unsigned i = 0; i < 8; ++i)
     if (!r.check(state, s.writePmc(Caller::root(), 0, PmcWrite{i, events[i], false}))) return;
   if (!r.load(state) || !r.advance(state, 1000)) return;

@@ -23,8 +23,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -35,8 +35,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -66,7 +66,7 @@ struct Sizes {
   int wake_iterations = 2000;   // write -> poll wake -> read, with a pause each
   int sessions_mid = 1000;      // the pmd read with 1, mid and many sessions present
   int sessions_many = 10000;
-  int switch_cpu_ms = 1000;     // set switching: the busy thread's CPU time per backend and session
+  int switch_cpu_ms = 1000;  // set switching: the busy thread's CPU time per backend and session
 };
 
 // The floor's entry and attribute timeouts: pfmfsd's (kCacheTimeout in
@@ -96,7 +96,8 @@ volatile sig_atomic_t g_child_count = 0;
 char g_tmpdir[PATH_MAX];
 
 bool stillMounted(const char* mount) {
-  struct stat m {}, parent {};
+  struct stat m {
+  }, parent{};
   if (::stat(mount, &m) != 0) return errno == ENOTCONN;  // a daemon died under it
   if (::stat(g_tmpdir, &parent) != 0) return false;
   return m.st_dev != parent.st_dev;
@@ -271,8 +272,8 @@ int openOrFail(const std::string& path, int flags) {
 void writeFd(int fd, std::string_view text, const std::string& what) {
   ssize_t n = ::write(fd, text.data(), text.size());
   if (n != static_cast<ssize_t>(text.size()))
-    fail(fmt::format("write \"{}\" to {}: {}", text.substr(0, text.size() - (text.ends_with('\n') ? 1 : 0)),
-                     what, n < 0 ? errnoText(errno) : fmt::format("{} of {} bytes", n, text.size())));
+    fail(fmt::format("write \"{}\" to {}: {}", text.substr(0, text.size() - (text.ends_with('\n') ? 1 : 0)), what,
+                     n < 0 ? errnoText(errno) : fmt::format("{} of {} bytes", n, text.size())));
 }
 
 void writeFile(const std::string& path, std::string_view text) {
@@ -380,8 +381,8 @@ struct WakeStats {
 // `readOnce` reads from poll_fd: read(2) for a stream (messages), pread at 0
 // for the floor's file.
 WakeStats measureWake(const Sizes& z, int poll_fd, const std::function<ssize_t(char*, std::size_t)>& readOnce,
-                      const std::function<void()>& trigger,
-                      const std::function<void(const char*, ssize_t, int)>& check, const std::function<void()>& after) {
+                      const std::function<void()>& trigger, const std::function<void(const char*, ssize_t, int)>& check,
+                      const std::function<void()>& after) {
   const int total = z.warmup / 10 + z.wake_iterations;
   std::atomic<int> go{-1};     // the round the poller may start
   std::atomic<int> armed{-1};  // the round the poller is about to poll for
@@ -644,9 +645,10 @@ void expectEightCounts(const std::string& text, const std::string& what) {
     const std::string prefix = fmt::format("set=0 pmd={} value=", k);
     if (k >= kEightPmds || !line.starts_with(prefix) || line.find(" enabled_ns=") == std::string::npos ||
         line.find(" running_ns=") == std::string::npos || line.find(" scaled=") == std::string::npos)
-      fail(fmt::format("{}: line {} is \"{}\"; want {} lines \"set=0 pmd=K value=N enabled_ns=.. running_ns=.. "
-                       "scaled=..\"",
-                       what, k + 1, line, kEightPmds));
+      fail(
+          fmt::format("{}: line {} is \"{}\"; want {} lines \"set=0 pmd=K value=N enabled_ns=.. running_ns=.. "
+                      "scaled=..\"",
+                      what, k + 1, line, kEightPmds));
   }
   if (k != kEightPmds || !text.ends_with('\n'))
     fail(fmt::format("{}: want {} lines, got \"{}\"", what, kEightPmds, text));
@@ -829,12 +831,15 @@ SwitchFigures measureSwitching(const std::string& mount, pid_t daemon_pid, BusyT
     const double cpu = w.cpu_ns, duration_ticks = duration / static_cast<double>(kSwitchNs);
     if (r0 == 0 || r1 > r0 || r0 > r1 + 1)
       fail(fmt::format("{}, window {}: runs {} and {}: not round robin from set 0", sw, round + 1, r0, r1));
-    if (static_cast<double>(switches) > 1.02 * duration_ticks + 2 || static_cast<double>(switches) < duration_ticks / 10)
+    if (static_cast<double>(switches) > 1.02 * duration_ticks + 2 ||
+        static_cast<double>(switches) < duration_ticks / 10)
       fail(fmt::format("{}, window {}: {} switches in {:.1f} ms of the sets' duration, switching every {} ns", sw,
                        round + 1, switches, duration / 1e6, kSwitchNs));
     if (duration > w.wall_ns + 2.0 * kSwitchNs || duration < cpu / 2)
-      fail(fmt::format("{}, window {}: the sets' duration_ns add up to {:.1f} ms, the target ran {:.1f} ms of CPU "
-                       "in {:.1f} ms", sw, round + 1, duration / 1e6, cpu / 1e6, w.wall_ns / 1e6));
+      fail(
+          fmt::format("{}, window {}: the sets' duration_ns add up to {:.1f} ms, the target ran {:.1f} ms of CPU "
+                      "in {:.1f} ms",
+                      sw, round + 1, duration / 1e6, cpu / 1e6, w.wall_ns / 1e6));
     f.runs0 += r0;
     f.runs1 += r1;
     f.switches += switches;
@@ -854,9 +859,10 @@ SwitchFigures measureSwitching(const std::string& mount, pid_t daemon_pid, BusyT
 
 void printSwitching(const std::optional<SwitchFigures>& perf, const SwitchFigures& sim, int cpu_ms,
                     const std::string& perf_why, const std::optional<Stats>& direct, const std::string& direct_why) {
-  fmt::print("\nset switching: 2 sets x {} PMDs, switch time {} ns (the tick), on a busy thread for {} ms of its "
-             "CPU time in {} windows, each followed by one as long with 1 set (no switching)\n",
-             kEightPmds, kSwitchNs, cpu_ms, kSwitchRounds);
+  fmt::print(
+      "\nset switching: 2 sets x {} PMDs, switch time {} ns (the tick), on a busy thread for {} ms of its "
+      "CPU time in {} windows, each followed by one as long with 1 set (no switching)\n",
+      kEightPmds, kSwitchNs, cpu_ms, kSwitchRounds);
   fmt::print("{:<20} {:>9} {:>11} {:>12} {:>18} {:>20} {:>18}\n", "backend", "switches", "runs 0/1", "per CPU s",
              "daemon ns/switch", "daemon ns/s, 1 set", "marginal ns/switch");
   auto line = [](const char* name, const SwitchFigures& f) {
@@ -874,8 +880,9 @@ void printSwitching(const std::optional<SwitchFigures>& perf, const SwitchFigure
     fmt::print("{:<20} {:>9} {:>11} {:>12.3f} {:>18.3f} {:>20.3f} {:>18.3f}\n", "ratio perf/sim", "-", "-",
                perf->perCpuSecond() / sim.perCpuSecond(), perf->daemonPerSwitch() / sim.daemonPerSwitch(),
                perf->lonePerSecond() / sim.lonePerSecond(), perf->marginalPerSwitch() / sim.marginalPerSwitch());
-  fmt::print("(daemon ns/switch: the daemon's CPU time while switching over the switches, its ticks included; "
-             "marginal: less its CPU time per second with one set counting)\n");
+  fmt::print(
+      "(daemon ns/switch: the daemon's CPU time while switching over the switches, its ticks included; "
+      "marginal: less its CPU time per second with one set counting)\n");
   if (direct) {
     fmt::print("direct ioctl disable+enable of two 8-event groups of the busy thread: median {:.0f} ns, p99 {:.0f} ns",
                direct->median, direct->p99);
@@ -965,8 +972,8 @@ int main(int argc, char* argv[]) {
   // and a sim one like it: real clock, 8 general counters as perf-sw has.
   const std::string perf_dir = tmp + "/perf", simr_dir = tmp + "/simr";
   mkdirOrFail(simr_dir);
-  const pid_t simr_pid = spawn({pfmfsd_path, "-f", "--pmu=sim", "--sim-counters=8", simr_dir}, simr_dir,
-                               tmp + "/pfmfsd-simr.log");
+  const pid_t simr_pid =
+      spawn({pfmfsd_path, "-f", "--pmu=sim", "--sim-counters=8", simr_dir}, simr_dir, tmp + "/pfmfsd-simr.log");
   const pid_t target = spawn({}, "", "");
   const pid_t ovfl_target = spawn({}, "", "");
   DirectPerf direct;
@@ -975,8 +982,8 @@ int main(int argc, char* argv[]) {
   pid_t perf_pid = 0;
   if (have_perf) {
     mkdirOrFail(perf_dir);
-    perf_pid = spawn({pfmfsd_path, "-f", "--pmu=perf", "--perf-model=sw", perf_dir}, perf_dir,
-                     tmp + "/pfmfsd-perf.log");
+    perf_pid =
+        spawn({pfmfsd_path, "-f", "--pmu=perf", "--perf-model=sw", perf_dir}, perf_dir, tmp + "/pfmfsd-perf.log");
   } else {
     fmt::print("fs_bench: perf backend n/a: {}\n", direct_why);
   }

@@ -135,13 +135,14 @@ void printTable(const std::vector<Op>& ops, const std::vector<Stats>& st) {
   fmt::print("\n{:<34} {:>10} {:>10} {:>8} {:>11} {:>6} {:>9} {:>7}\n", "what", "median ns", "p99 ns", "x floor",
              "x pmd pread", "reqs", "x by hand", "x mount");
   for (std::size_t k = 0; k < ops.size(); ++k)
-    fmt::print("{:<34} {:>10.0f} {:>10.0f} {:>8.3f} {:>11} {:>6} {:>9} {:>7}\n", ops[k].what, st[k].median,
-               st[k].p99, st[k].median / st[0].median, ops[k].library ? ratio(k, 1) : "-", ops[k].requests,
+    fmt::print("{:<34} {:>10.0f} {:>10.0f} {:>8.3f} {:>11} {:>6} {:>9} {:>7}\n", ops[k].what, st[k].median, st[k].p99,
+               st[k].median / st[0].median, ops[k].library ? ratio(k, 1) : "-", ops[k].requests,
                ratio(k, ops[k].by_hand), ratio(k, ops[k].mount_path));
-  fmt::print("(reqs: the FUSE requests one call sends, as pfmfsd -d counts them: a long `regs` text costs the "
-             "daemon more to parse, not another request; x by hand: against the same file read or written "
-             "directly, the pmds pread, regs write or ctl pair before it; x mount: a fast-path read against "
-             "the same pfm_read_pmds through the mount, whose 0 requests the perf section checks)\n");
+  fmt::print(
+      "(reqs: the FUSE requests one call sends, as pfmfsd -d counts them: a long `regs` text costs the "
+      "daemon more to parse, not another request; x by hand: against the same file read or written "
+      "directly, the pmds pread, regs write or ctl pair before it; x mount: a fast-path read against "
+      "the same pfm_read_pmds through the mount, whose 0 requests the perf section checks)\n");
 }
 
 }  // namespace
@@ -167,8 +168,8 @@ int main(int argc, char* argv[]) {
   for (const std::string& d : {floor_dir, mount})
     if (::mkdir(d.c_str(), 0700) != 0) fail(fmt::format("mkdir {}: {}", d, errnoText(errno)));
   const int floor_slot =
-      spawn({argv[2], "-f", "-o", fmt::format("default_permissions,timeout={}", kFloorTimeout), floor_dir},
-            floor_dir, tmp + "/floor.log");
+      spawn({argv[2], "-f", "-o", fmt::format("default_permissions,timeout={}", kFloorTimeout), floor_dir}, floor_dir,
+            tmp + "/floor.log");
   const int sim_slot = spawn({argv[1], "-f", "--pmu=sim", "--sim-clock=manual", mount}, mount, tmp + "/pfmfsd.log");
   waitMounted(floor_slot, floor_dir + "/value");
   waitMounted(sim_slot, mount + "/version");
@@ -227,8 +228,10 @@ int main(int argc, char* argv[]) {
       pmds[i].reg_num = pmrs[i].reg_num = static_cast<std::uint16_t>(i);
       pmds[i].reg_value = pmrs[i].reg_value = expected(i);
       values_text += fmt::format("pmd{} {}\n", i, expected(i));
-      regs_text += fmt::format("pmd{} {} long_reset=0 short_reset=0 switch_cnt=0 reset_pmds=0x0 smpl_pmds=0x0 "
-                               "random_mask=0x0 eventid=0 notify=0 random=0\n", i, expected(i));
+      regs_text += fmt::format(
+          "pmd{} {} long_reset=0 short_reset=0 switch_cnt=0 reset_pmds=0x0 smpl_pmds=0x0 "
+          "random_mask=0x0 eventid=0 notify=0 random=0\n",
+          i, expected(i));
       pmds_lines.push_back(fmt::format("pmd={} value={} ", i, expected(i)));
     }
     const std::string pmd0_text = fmt::format("{}\n", expected(0));
@@ -255,19 +258,30 @@ int main(int argc, char* argv[]) {
          true, 2, 0, 4},
         {"floor write", [&] { writeFd(floor_fd, "1\n", floor_value); }},
         {"pfmfs write sets/0/regs, 4 PMDs", [&] { writeFd(regs_fd, regs_text, regs_path); }},
-        {"pfm_write_pmds, 4 PMDs", [&] { expectCall(pfm_write_pmds(fd, pmds, kN), "pfm_write_pmds of 4 PMDs"); },
-         true, 8},
+        {"pfm_write_pmds, 4 PMDs", [&] { expectCall(pfm_write_pmds(fd, pmds, kN), "pfm_write_pmds of 4 PMDs"); }, true,
+         8},
         {"pfmfs write sets/0/regs, values", [&] { writeFd(regs_fd, values_text, regs_path); }},
         {"pfm_write PFM_RW_PMD, 4 PMDs",
-         [&] { expectCall(pfm_write(fd, 0, PFM_RW_PMD, pmrs, sizeof pmrs), "pfm_write PFM_RW_PMD of 4 PMDs"); },
-         true, 10},
-        {"floor write pair", [&] { writeFd(floor_fd, "1\n", floor_value); writeFd(floor_fd, "2\n", floor_value); },
+         [&] { expectCall(pfm_write(fd, 0, PFM_RW_PMD, pmrs, sizeof pmrs), "pfm_write PFM_RW_PMD of 4 PMDs"); }, true,
+         10},
+        {"floor write pair",
+         [&] {
+           writeFd(floor_fd, "1\n", floor_value);
+           writeFd(floor_fd, "2\n", floor_value);
+         },
          false, -1, 2},
         {"pfmfs write ctl stop + start",
-         [&] { writeFd(ctl_fd, "stop\n", ctl_path); writeFd(ctl_fd, "start\n", ctl_path); }, false, -1, 2},
+         [&] {
+           writeFd(ctl_fd, "stop\n", ctl_path);
+           writeFd(ctl_fd, "start\n", ctl_path);
+         },
+         false, -1, 2},
         {"pfm_stop + pfm_start",
-         [&] { expectCall(pfm_stop(fd), "pfm_stop"); expectCall(pfm_start(fd, nullptr), "pfm_start"); }, true, 13,
-         2},
+         [&] {
+           expectCall(pfm_stop(fd), "pfm_stop");
+           expectCall(pfm_start(fd, nullptr), "pfm_start");
+         },
+         true, 13, 2},
     };
     std::vector<std::function<void()>> runs;
     for (const Op& op : ops) runs.push_back(op.run);

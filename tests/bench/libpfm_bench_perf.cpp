@@ -255,7 +255,8 @@ void perfSection(const Sizes& z, const std::string& pfmfsd, const std::string& m
   const std::string log = tmp + "/pfmfsd-perf.log";
   // A deadline of a minute: the siege below holds its connections through
   // the measurements, as an attacker reconnecting at every deadline would.
-  const int slot = spawn({pfmfsd, "-d", "--pmu=perf", "--perf-model=sw", "--fastpath-deadline=60000", mount}, mount, log);
+  const int slot =
+      spawn({pfmfsd, "-d", "--pmu=perf", "--perf-model=sw", "--fastpath-deadline=60000", mount}, mount, log);
   waitMounted(slot, mount + "/version");
   const std::string info = readFile(mount + "/pmu/info");
   expectPrefix(info, "backend=perf model=perf-sw ", mount + "/pmu/info");
@@ -283,8 +284,10 @@ void perfSection(const Sizes& z, const std::string& pfmfsd, const std::string& m
     for (int i = 0; i < kSilentReads; ++i) readPmds(fast, i % 2 ? kN : 1, "pfm_read_pmds (fast path)");
     const Requests silent = requests.next();
     if (!silent.ours.empty())
-      fail(fmt::format("{} fast-path reads of a self-monitoring context sent {} FUSE requests, want none "
-                       "(pfmfsd -d's log {}):{}", kSilentReads, silent.ours.size(), log, listed(silent.ours)));
+      fail(
+          fmt::format("{} fast-path reads of a self-monitoring context sent {} FUSE requests, want none "
+                      "(pfmfsd -d's log {}):{}",
+                      kSilentReads, silent.ours.size(), log, listed(silent.ours)));
     if (!silent.others.empty())
       fmt::print("libpfm_bench: not ours, during the fast reads (another process, or the kernel's):{}\n",
                  listed(silent.others));
@@ -336,10 +339,11 @@ void perfSection(const Sizes& z, const std::string& pfmfsd, const std::string& m
                  b >= 0 ? fmt::format("{:.3f}", ratio) : "-",
                  rows[k].goal ? (ratio <= kGoal ? "met" : "not met") : "-");
     }
-    fmt::print("(x group read: against the bench's own perf group read() of as many of the same events on this "
-               "thread, in the daemon's read format; goal: at most {}x. FUSE requests: {} fast-path reads sent {}, "
-               "a mount-path read {:.1f}; the mount path is timed with pfmfsd -d logging every request)\n",
-               kGoal, kSilentReads, silent.ours.size(), mount_requests);
+    fmt::print(
+        "(x group read: against the bench's own perf group read() of as many of the same events on this "
+        "thread, in the daemon's read format; goal: at most {}x. FUSE requests: {} fast-path reads sent {}, "
+        "a mount-path read {:.1f}; the mount path is timed with pfmfsd -d logging every request)\n",
+        kGoal, kSilentReads, silent.ours.size(), mount_requests);
     std::fflush(stdout);
 
     for (PerfContext* c : {&fast, &slow, &besieged}) closeContext(c->fd, c->session);

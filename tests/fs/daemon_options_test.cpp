@@ -151,10 +151,28 @@ TEST(DaemonOptions, EveryOptionWithEquals) {
 }
 
 TEST(DaemonOptions, EveryOptionWithSeparateValue) {
-  DaemonOptions o = parseOk({"--pmu", "auto", "--sim-clock", "real", "--sim-width", "64", "--sim-counters", "1",
-                             "--sim-events", "events.txt", "--tick", "1000", "--max-sessions-per-user", "1",
-                             "--max-sets", "65536", "--max-messages", "4294967295", "--fastpath-deadline", "60000",
-                             "--system-group", "4321"});
+  DaemonOptions o = parseOk({"--pmu",
+                             "auto",
+                             "--sim-clock",
+                             "real",
+                             "--sim-width",
+                             "64",
+                             "--sim-counters",
+                             "1",
+                             "--sim-events",
+                             "events.txt",
+                             "--tick",
+                             "1000",
+                             "--max-sessions-per-user",
+                             "1",
+                             "--max-sets",
+                             "65536",
+                             "--max-messages",
+                             "4294967295",
+                             "--fastpath-deadline",
+                             "60000",
+                             "--system-group",
+                             "4321"});
   EXPECT_EQ(o.pmu, "auto");
   EXPECT_EQ(sim(o).clock, pmu::ClockKind::Real);
   EXPECT_EQ(sim(o).shape.width, 64u);
@@ -255,8 +273,9 @@ TEST(DaemonOptions, WhatMountFuse3Runs) {
   EXPECT_FALSE(o.foreground);  // daemonizes once mounted: what mount(8) waits for
   // fstab: pfmfs /run/pfmfs fuse.pfmfsd defaults,nofail,_netdev,x-systemd.requires=x,relatime,allow_other 0 0
   // (mount.fuse3 drops nofail and _netdev, libmount x-*; pfmfsd by hand gets them all)
-  o = parseOk({"pfmfs", "/run/pfmfs", "-o",
-               "rw,defaults,nofail,_netdev,x-systemd.requires=x,relatime,noatime,allow_other,nouser,auto,exec,dev,suid"});
+  o = parseOk(
+      {"pfmfs", "/run/pfmfs", "-o",
+       "rw,defaults,nofail,_netdev,x-systemd.requires=x,relatime,noatime,allow_other,nouser,auto,exec,dev,suid"});
   EXPECT_EQ(o.fuse_options, std::vector<std::string>{"rw,noatime,allow_other,exec,dev,suid"});
   EXPECT_EQ(o.ignored_mount_options, (std::vector<std::string>{"defaults", "nofail", "_netdev", "x-systemd.requires=x",
                                                                "relatime", "nouser", "auto"}));
@@ -301,7 +320,8 @@ TEST(DaemonOptions, LongOptionsInsideDashO) {
   // A value is taken as written but for libfuse's escapes; relative files are made absolute.
   EXPECT_EQ(simEventsPath(parseOk({"-o", "sim_events=ev\\,1.txt,allow_other"})), cwd() + "/ev,1.txt");
   // libfuse's escapes stay for libfuse.
-  EXPECT_EQ(parseOk({"-o", "fsname=a\\,b,allow_other"}).fuse_options, std::vector<std::string>{"fsname=a\\,b,allow_other"});
+  EXPECT_EQ(parseOk({"-o", "fsname=a\\,b,allow_other"}).fuse_options,
+            std::vector<std::string>{"fsname=a\\,b,allow_other"});
   // Empty options are nothing.
   EXPECT_EQ(parseOk({"-o", ",allow_other,,"}).fuse_options, std::vector<std::string>{"allow_other"});
   // Not pfmfsd's, not mount(8)'s: libfuse's to refuse (pfmfsd: bad FUSE options ..., exit 2).
@@ -348,13 +368,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--sim-events="}, "--sim-events"}, BadRow{{"--system-group="}, "--system-group"},
         BadRow{{"--sim-width="}, "--sim-width"}, BadRow{{"--tick="}, "--tick"},
         // Values that are no value of the option.
-        BadRow{{"--pmu=perfect"}, "--pmu: 'perfect' is not auto, x86, perf or sim"}, BadRow{{"--perf-model=arm"}, "--perf-model: 'arm'"},
-        BadRow{{"--perf-model"}, "--perf-model needs a value"},
+        BadRow{{"--pmu=perfect"}, "--pmu: 'perfect' is not auto, x86, perf or sim"},
+        BadRow{{"--perf-model=arm"}, "--perf-model: 'arm'"}, BadRow{{"--perf-model"}, "--perf-model needs a value"},
         BadRow{{"--pmu=perf", "--sim-clock=manual"}, "not with --pmu=perf"},
-        BadRow{{"--sim-width=32", "--pmu", "perf"}, "not with --pmu=perf"}, BadRow{{"--pmu=SIM"}, "--pmu"}, BadRow{{"--pmu="}, "--pmu"},
-        BadRow{{"--sim-clock=virtual"}, "--sim-clock: 'virtual'"}, BadRow{{"--sim-clock=Manual"}, "--sim-clock"},
-        BadRow{{"--allow-kernel=1"}, "--allow-kernel takes no value"}, BadRow{{"--help=yes"}, "--help"},
-        BadRow{{"--version="}, "--version"},
+        BadRow{{"--sim-width=32", "--pmu", "perf"}, "not with --pmu=perf"}, BadRow{{"--pmu=SIM"}, "--pmu"},
+        BadRow{{"--pmu="}, "--pmu"}, BadRow{{"--sim-clock=virtual"}, "--sim-clock: 'virtual'"},
+        BadRow{{"--sim-clock=Manual"}, "--sim-clock"}, BadRow{{"--allow-kernel=1"}, "--allow-kernel takes no value"},
+        BadRow{{"--help=yes"}, "--help"}, BadRow{{"--version="}, "--version"},
         // Bad numbers.
         BadRow{{"--sim-width=abc"}, "--sim-width"}, BadRow{{"--sim-width=4a"}, "--sim-width"},
         BadRow{{"--tick=1e6"}, "--tick"}, BadRow{{"--tick=-1000"}, "--tick"}, BadRow{{"--tick=+1000"}, "--tick"},
@@ -385,10 +405,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--system-group=-1"}, "--system-group"}, BadRow{{"--system-group=4294967295"}, "--system-group"},
         BadRow{{"--system-group=99999999999999999999"}, "--system-group"},
         // Mount points: [SOURCE] MOUNTPOINT.
-        BadRow{{"pfmfs", "/a", "/b"}, "too many arguments: 'pfmfs', '/a' and '/b' (at most a source and a mount point)"},
+        BadRow{{"pfmfs", "/a", "/b"},
+               "too many arguments: 'pfmfs', '/a' and '/b' (at most a source and a mount point)"},
         BadRow{{"/a", "-f", "b", "c"}, "too many arguments"}, BadRow{{""}, "mount point"},
         BadRow{{"pfmfs", ""}, "mount point"}, BadRow{{"--", "s", "/a", "/b"}, "too many arguments"},
-        BadRow{{"pfmfs", "/dev/fd/3"}, "mount point /dev/fd/3: a FUSE descriptor mounted by someone else (mount.fuse3's drop_privileges) is not supported"},
+        BadRow{{"pfmfs", "/dev/fd/3"},
+               "mount point /dev/fd/3: a FUSE descriptor mounted by someone else (mount.fuse3's drop_privileges) is "
+               "not supported"},
         // pfmfsd's options inside -o: the same values, and a value where one belongs.
         BadRow{{"-o", "pmu=nope"}, "--pmu: 'nope' is not auto, x86, perf or sim"},
         BadRow{{"-o", "allow_other,pmu"}, "-o pmu: needs a value (pmu=auto|x86|perf|sim)"},
@@ -407,10 +430,25 @@ TEST(DaemonOptions, UsageHasOneLinePerOption) {
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_FALSE(usage.empty());
   EXPECT_EQ(usage.back(), '\n');
-  const std::vector<std::string> options = {
-      "-f", "-d", "-o OPT[,OPT...]", "--pmu=auto|x86|perf|sim", "--perf-model=auto|sw|x86", "--sim-clock=real|manual", "--sim-width=W", "--sim-counters=N",
-      "--sim-events=FILE", "--sim-skid=N", "--tick=NS", "--max-sessions-per-user=N", "--max-sets=N", "--max-messages=N",
-      "--fastpath-deadline=MS", "--allow-kernel", "--system-group=GROUP", "--help", "--version"};
+  const std::vector<std::string> options = {"-f",
+                                            "-d",
+                                            "-o OPT[,OPT...]",
+                                            "--pmu=auto|x86|perf|sim",
+                                            "--perf-model=auto|sw|x86",
+                                            "--sim-clock=real|manual",
+                                            "--sim-width=W",
+                                            "--sim-counters=N",
+                                            "--sim-events=FILE",
+                                            "--sim-skid=N",
+                                            "--tick=NS",
+                                            "--max-sessions-per-user=N",
+                                            "--max-sets=N",
+                                            "--max-messages=N",
+                                            "--fastpath-deadline=MS",
+                                            "--allow-kernel",
+                                            "--system-group=GROUP",
+                                            "--help",
+                                            "--version"};
   EXPECT_EQ(lines.size(), options.size() + 1);
   for (const auto& opt : options) {
     int found = 0;

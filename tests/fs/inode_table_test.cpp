@@ -35,7 +35,10 @@ TEST(InodeTable, LookupOfAKnownNameReturnsTheSameInodeAndCounts) {
   EXPECT_EQ(a->name, "sessions");
   EXPECT_EQ(a->parent, FUSE_ROOT_ID);
   int made = 0;
-  NodePtr b = t.lookup(FUSE_ROOT_ID, "sessions", [&] { ++made; return dirNode(); });
+  NodePtr b = t.lookup(FUSE_ROOT_ID, "sessions", [&] {
+    ++made;
+    return dirNode();
+  });
   EXPECT_EQ(made, 0);
   EXPECT_EQ(a->ino, b->ino);
   EXPECT_EQ(t.lookupCount(a->ino), 2u);
@@ -80,7 +83,10 @@ TEST(InodeTable, UnlinkGivesTheNameANewNodeWhileTheOldLivesUntilForgotten) {
   EXPECT_EQ(t.get(old_node->ino), nullptr);
   // Forgetting the old node must not unmap the name from the new one.
   int made = 0;
-  NodePtr again = t.lookup(FUSE_ROOT_ID, "s", [&] { ++made; return dirNode(); });
+  NodePtr again = t.lookup(FUSE_ROOT_ID, "s", [&] {
+    ++made;
+    return dirNode();
+  });
   EXPECT_EQ(made, 0);
   EXPECT_EQ(again->ino, fresh->ino);
 }

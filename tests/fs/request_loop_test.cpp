@@ -43,9 +43,9 @@ struct Served {
   std::mutex mu;
   std::condition_variable cv;
   Reads reads = Reads::kAnswer;
-  int in_handler = 0;             // workers inside a kBlockWorker read now
-  std::vector<fuse_req_t> kept;   // kKeep reads not answered yet
-  bool closed = false;            // kKeep: later reads get end of file at once
+  int in_handler = 0;            // workers inside a kBlockWorker read now
+  std::vector<fuse_req_t> kept;  // kKeep reads not answered yet
+  bool closed = false;           // kKeep: later reads get end of file at once
 
   // Until `pred` holds (under mu), or a minute.
   template <class P>

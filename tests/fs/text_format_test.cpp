@@ -117,26 +117,27 @@ TEST_P(NumberTest, Golden) {
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, NumberTest,
-    ::testing::Values(
-        NumberRow{"0", 0, 0}, NumberRow{"42", 42, 0}, NumberRow{"42\n", 42, 0}, NumberRow{"  42 \t\n", 42, 0},
-        NumberRow{"007", 7, 0}, NumberRow{"0x1f", 0x1f, 0}, NumberRow{"0X1F", 0x1f, 0},
-        NumberRow{"0xABCdef", 0xabcdef, 0}, NumberRow{"0x0", 0, 0}, NumberRow{"0x000000000000000001", 1, 0},
-        NumberRow{"0xffffffffffffffff", kMax, 0}, NumberRow{"18446744073709551615", kMax, 0},
-        NumberRow{"-1", kMax, 0}, NumberRow{"-1000", kMax - 999, 0}, NumberRow{"-0", 0, 0},
-        NumberRow{"-9223372036854775808", 0x8000000000000000ull, 0},
-        NumberRow{"-18446744073709551615", 1, 0}, NumberRow{"1000000\n", 1000000, 0},
-        // Refusals.
-        NumberRow{"", 0, EINVAL}, NumberRow{" ", 0, EINVAL}, NumberRow{"\n", 0, EINVAL},
-        NumberRow{"0x", 0, EINVAL}, NumberRow{"0X", 0, EINVAL}, NumberRow{"0xg", 0, EINVAL},
-        NumberRow{"0x1g", 0, EINVAL}, NumberRow{"--1", 0, EINVAL}, NumberRow{"-0x5", 0, EINVAL},
-        NumberRow{"-", 0, EINVAL}, NumberRow{"+5", 0, EINVAL}, NumberRow{"+0x5", 0, EINVAL},
-        NumberRow{"18446744073709551616", 0, EINVAL}, NumberRow{"99999999999999999999", 0, EINVAL},
-        NumberRow{"-18446744073709551616", 0, EINVAL}, NumberRow{"0x10000000000000000", 0, EINVAL},
-        NumberRow{"1 2", 0, EINVAL}, NumberRow{"1\n2", 0, EINVAL}, NumberRow{"12a", 0, EINVAL},
-        NumberRow{"a12", 0, EINVAL}, NumberRow{"1.5", 0, EINVAL}, NumberRow{"1e6", 0, EINVAL},
-        NumberRow{"0b101", 0, EINVAL}, NumberRow{"x10", 0, EINVAL}, NumberRow{"- 1", 0, EINVAL},
-        NumberRow{"1,000", 0, EINVAL}, NumberRow{"1_000", 0, EINVAL}, NumberRow{std::string("1\0", 2), 0, EINVAL},
-        NumberRow{"\xff", 0, EINVAL}, NumberRow{"0x 1", 0, EINVAL}, NumberRow{"1\r", 0, EINVAL}));
+    ::testing::Values(NumberRow{"0", 0, 0}, NumberRow{"42", 42, 0}, NumberRow{"42\n", 42, 0},
+                      NumberRow{"  42 \t\n", 42, 0}, NumberRow{"007", 7, 0}, NumberRow{"0x1f", 0x1f, 0},
+                      NumberRow{"0X1F", 0x1f, 0}, NumberRow{"0xABCdef", 0xabcdef, 0}, NumberRow{"0x0", 0, 0},
+                      NumberRow{"0x000000000000000001", 1, 0}, NumberRow{"0xffffffffffffffff", kMax, 0},
+                      NumberRow{"18446744073709551615", kMax, 0}, NumberRow{"-1", kMax, 0},
+                      NumberRow{"-1000", kMax - 999, 0}, NumberRow{"-0", 0, 0},
+                      NumberRow{"-9223372036854775808", 0x8000000000000000ull, 0},
+                      NumberRow{"-18446744073709551615", 1, 0}, NumberRow{"1000000\n", 1000000, 0},
+                      // Refusals.
+                      NumberRow{"", 0, EINVAL}, NumberRow{" ", 0, EINVAL}, NumberRow{"\n", 0, EINVAL},
+                      NumberRow{"0x", 0, EINVAL}, NumberRow{"0X", 0, EINVAL}, NumberRow{"0xg", 0, EINVAL},
+                      NumberRow{"0x1g", 0, EINVAL}, NumberRow{"--1", 0, EINVAL}, NumberRow{"-0x5", 0, EINVAL},
+                      NumberRow{"-", 0, EINVAL}, NumberRow{"+5", 0, EINVAL}, NumberRow{"+0x5", 0, EINVAL},
+                      NumberRow{"18446744073709551616", 0, EINVAL}, NumberRow{"99999999999999999999", 0, EINVAL},
+                      NumberRow{"-18446744073709551616", 0, EINVAL}, NumberRow{"0x10000000000000000", 0, EINVAL},
+                      NumberRow{"1 2", 0, EINVAL}, NumberRow{"1\n2", 0, EINVAL}, NumberRow{"12a", 0, EINVAL},
+                      NumberRow{"a12", 0, EINVAL}, NumberRow{"1.5", 0, EINVAL}, NumberRow{"1e6", 0, EINVAL},
+                      NumberRow{"0b101", 0, EINVAL}, NumberRow{"x10", 0, EINVAL}, NumberRow{"- 1", 0, EINVAL},
+                      NumberRow{"1,000", 0, EINVAL}, NumberRow{"1_000", 0, EINVAL},
+                      NumberRow{std::string("1\0", 2), 0, EINVAL}, NumberRow{"\xff", 0, EINVAL},
+                      NumberRow{"0x 1", 0, EINVAL}, NumberRow{"1\r", 0, EINVAL}));
 
 // ---- parseRegList --------------------------------------------------------------
 
@@ -164,13 +165,13 @@ TEST_P(RegListTest, Golden) {
 INSTANTIATE_TEST_SUITE_P(
     Rows, RegListTest,
     ::testing::Values(ListRow{"0", 0x1, 0}, ListRow{"1,2", 0x6, 0}, ListRow{"2,1,2", 0x6, 0},
-                      ListRow{"16,17,18", 0x70000, 0}, ListRow{"63", 0x8000000000000000ull, 0},
-                      ListRow{"0x6", 0x6, 0}, ListRow{"0x0", 0, 0}, ListRow{"0x70000\n", 0x70000, 0},
-                      ListRow{"", 0, EINVAL}, ListRow{",", 0, EINVAL}, ListRow{"1,", 0, EINVAL},
-                      ListRow{",1", 0, EINVAL}, ListRow{"1,,2", 0, EINVAL}, ListRow{"64", 0, EINVAL},
-                      ListRow{"1,64", 0, EINVAL}, ListRow{"-1", 0, EINVAL}, ListRow{"0x", 0, EINVAL},
-                      ListRow{"0x1,2", 0, EINVAL}, ListRow{"1, 2", 0, EINVAL}, ListRow{"a", 0, EINVAL},
-                      ListRow{"0x10000000000000000", 0, EINVAL}, ListRow{"99999999999999999999", 0, EINVAL}));
+                      ListRow{"16,17,18", 0x70000, 0}, ListRow{"63", 0x8000000000000000ull, 0}, ListRow{"0x6", 0x6, 0},
+                      ListRow{"0x0", 0, 0}, ListRow{"0x70000\n", 0x70000, 0}, ListRow{"", 0, EINVAL},
+                      ListRow{",", 0, EINVAL}, ListRow{"1,", 0, EINVAL}, ListRow{",1", 0, EINVAL},
+                      ListRow{"1,,2", 0, EINVAL}, ListRow{"64", 0, EINVAL}, ListRow{"1,64", 0, EINVAL},
+                      ListRow{"-1", 0, EINVAL}, ListRow{"0x", 0, EINVAL}, ListRow{"0x1,2", 0, EINVAL},
+                      ListRow{"1, 2", 0, EINVAL}, ListRow{"a", 0, EINVAL}, ListRow{"0x10000000000000000", 0, EINVAL},
+                      ListRow{"99999999999999999999", 0, EINVAL}));
 
 // ---- parsePmcWrite -------------------------------------------------------------
 
@@ -205,16 +206,15 @@ INSTANTIATE_TEST_SUITE_P(
         PmcRow{"  0x13003c\t no_emul64 \n", 2, "pmc2 0x13003c no_emul64", 0}, PmcRow{"0", 3, "pmc3 0x0", 0},
         PmcRow{"UNHALTED_CORE_CYCLES:u", 0, "pmc0 0x1003c", 0}, PmcRow{"UNHALTED_CORE_CYCLES", 0, "pmc0 0x1003c", 0},
         PmcRow{"instruction_retired:u:k", 1, "pmc1 0x300c0", 0},
-        PmcRow{"LLC_MISSES:k no_emul64", 3, "pmc3 0x2412e no_emul64", 0},
-        PmcRow{"SIM_PHASE_A\n", 2, "pmc2 0x101f0", 0}, PmcRow{"0x222", 16, "pmc16 0x222", 0},
+        PmcRow{"LLC_MISSES:k no_emul64", 3, "pmc3 0x2412e no_emul64", 0}, PmcRow{"SIM_PHASE_A\n", 2, "pmc2 0x101f0", 0},
+        PmcRow{"0x222", 16, "pmc16 0x222", 0},
         // Reserved bits are the engine's business: syntax only here.
-        PmcRow{"0xffffffffffffffff", 0, "pmc0 0xffffffffffffffff", 0},
-        PmcRow{"-1", 16, "pmc16 0xffffffffffffffff", 0},
+        PmcRow{"0xffffffffffffffff", 0, "pmc0 0xffffffffffffffff", 0}, PmcRow{"-1", 16, "pmc16 0xffffffffffffffff", 0},
         // Refusals.
         PmcRow{"", 0, "", EINVAL}, PmcRow{"\n", 0, "", EINVAL}, PmcRow{"no_emul64", 0, "", EINVAL},
         PmcRow{"0x1003c no_emul64 no_emul64", 0, "", EINVAL}, PmcRow{"0x1003c emul64", 0, "", EINVAL},
-        PmcRow{"0x1003c 5", 0, "", EINVAL}, PmcRow{"0x1003c\n0x1003c", 0, "", EINVAL},
-        PmcRow{"0xg", 0, "", EINVAL}, PmcRow{"12abc", 0, "", EINVAL}, PmcRow{"NO_SUCH_EVENT", 0, "", EINVAL},
+        PmcRow{"0x1003c 5", 0, "", EINVAL}, PmcRow{"0x1003c\n0x1003c", 0, "", EINVAL}, PmcRow{"0xg", 0, "", EINVAL},
+        PmcRow{"12abc", 0, "", EINVAL}, PmcRow{"NO_SUCH_EVENT", 0, "", EINVAL},
         PmcRow{"UNHALTED_CORE_CYCLES:x", 0, "", EINVAL}, PmcRow{"UNHALTED_CORE_CYCLES:u:u", 0, "", EINVAL},
         PmcRow{"UNHALTED_CORE_CYCLES", 16, "", EINVAL},  // the fixed control takes numbers only
         PmcRow{"UNHALTED_CORE_CYCLES", 7, "", EINVAL},   // no pmc7 to encode for
@@ -278,7 +278,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 struct RegsRow {
   std::string input;
-  std::string expected;    // show() of the vector
+  std::string expected;  // show() of the vector
   int errnum;
   std::string reason_has;  // a refusal's reason contains this
 };
@@ -313,16 +313,15 @@ INSTANTIATE_TEST_SUITE_P(
         RegsRow{"", "", EINVAL, "no register"}, RegsRow{"\n\n  \n", "", EINVAL, "no register"},
         RegsRow{"pmc0", "", EINVAL, "line 1"}, RegsRow{"pmc0\n", "", EINVAL, "line 1"},
         RegsRow{"pmc0 0x1003c\npmc0 0x1003c", "", EINVAL, "line 2: pmc0 named twice"},
-        RegsRow{"pmd3 1\n\npmd3 2", "", EINVAL, "line 3: pmd3 named twice"},
-        RegsRow{"pmc 5", "", EINVAL, "line 1"}, RegsRow{"pmc64 5", "", EINVAL, "line 1"},
-        RegsRow{"pmc00 5", "", EINVAL, "line 1"}, RegsRow{"pmc-1 5", "", EINVAL, "line 1"},
-        RegsRow{"PMC0 5", "", EINVAL, "line 1"}, RegsRow{"pmx0 5", "", EINVAL, "line 1"},
-        RegsRow{"pmc0=5", "", EINVAL, "line 1"}, RegsRow{"5", "", EINVAL, "line 1"},
-        RegsRow{"pmc0 5\npmd0", "", EINVAL, "line 2"}, RegsRow{"pmc0 5\npmd0 1 bogus", "", EINVAL, "line 2"},
-        RegsRow{"pmc0 5\n\n\npmc1 NO_SUCH_EVENT", "", EINVAL, "line 4"},
-        RegsRow{"pmc0 0xg", "", EINVAL, "line 1"}, RegsRow{"pmd0 1 notify notify", "", EINVAL, "line 1"},
-        RegsRow{"pmc0 5 no_emul64 x", "", EINVAL, "line 1"}, RegsRow{"pmc0 5 pmc1 6", "", EINVAL, "line 1"},
-        RegsRow{"pmc1x 5", "", EINVAL, "line 1"}));
+        RegsRow{"pmd3 1\n\npmd3 2", "", EINVAL, "line 3: pmd3 named twice"}, RegsRow{"pmc 5", "", EINVAL, "line 1"},
+        RegsRow{"pmc64 5", "", EINVAL, "line 1"}, RegsRow{"pmc00 5", "", EINVAL, "line 1"},
+        RegsRow{"pmc-1 5", "", EINVAL, "line 1"}, RegsRow{"PMC0 5", "", EINVAL, "line 1"},
+        RegsRow{"pmx0 5", "", EINVAL, "line 1"}, RegsRow{"pmc0=5", "", EINVAL, "line 1"},
+        RegsRow{"5", "", EINVAL, "line 1"}, RegsRow{"pmc0 5\npmd0", "", EINVAL, "line 2"},
+        RegsRow{"pmc0 5\npmd0 1 bogus", "", EINVAL, "line 2"},
+        RegsRow{"pmc0 5\n\n\npmc1 NO_SUCH_EVENT", "", EINVAL, "line 4"}, RegsRow{"pmc0 0xg", "", EINVAL, "line 1"},
+        RegsRow{"pmd0 1 notify notify", "", EINVAL, "line 1"}, RegsRow{"pmc0 5 no_emul64 x", "", EINVAL, "line 1"},
+        RegsRow{"pmc0 5 pmc1 6", "", EINVAL, "line 1"}, RegsRow{"pmc1x 5", "", EINVAL, "line 1"}));
 
 // ---- parseSwitch, parseMode, parseFlags, parseAdvance ------------------------------
 
@@ -349,17 +348,18 @@ TEST_P(SwitchTest, Golden) {
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, SwitchTest,
-    ::testing::Values(
-        SwitchRow{"none", {}, 0}, SwitchRow{"none\n", {}, 0}, SwitchRow{"ovfl\n", {false, 0, true}, 0},
-        SwitchRow{"time 1000000\n", {true, 1000000, false}, 0}, SwitchRow{"time 1", {true, 1, false}, 0},
-        SwitchRow{" time\t0x10 ", {true, 16, false}, 0},
-        SwitchRow{"", {}, EINVAL}, SwitchRow{"switch time 0", {}, EINVAL}, SwitchRow{"time 0", {}, EINVAL},
-        SwitchRow{"time -1", {}, EINVAL}, SwitchRow{"time", {}, EINVAL}, SwitchRow{"time x", {}, EINVAL},
-        SwitchRow{"time 1 2", {}, EINVAL}, SwitchRow{"time 1 ovfl", {true, 1, true}, 0}, SwitchRow{"time 1 ovfl ovfl", {}, EINVAL},
-        SwitchRow{"time ovfl", {}, EINVAL}, SwitchRow{"time 0 ovfl", {}, EINVAL}, SwitchRow{"ovfl 1", {}, EINVAL},
-        SwitchRow{"none ovfl", {}, EINVAL}, SwitchRow{"NONE", {}, EINVAL}, SwitchRow{"Time 5", {}, EINVAL},
-        SwitchRow{"time 18446744073709551616", {}, EINVAL}, SwitchRow{"ovfl\nnone", {}, EINVAL},
-        SwitchRow{"time=5", {}, EINVAL}, SwitchRow{"1000", {}, EINVAL}));
+    ::testing::Values(SwitchRow{"none", {}, 0}, SwitchRow{"none\n", {}, 0}, SwitchRow{"ovfl\n", {false, 0, true}, 0},
+                      SwitchRow{"time 1000000\n", {true, 1000000, false}, 0}, SwitchRow{"time 1", {true, 1, false}, 0},
+                      SwitchRow{" time\t0x10 ", {true, 16, false}, 0}, SwitchRow{"", {}, EINVAL},
+                      SwitchRow{"switch time 0", {}, EINVAL}, SwitchRow{"time 0", {}, EINVAL},
+                      SwitchRow{"time -1", {}, EINVAL}, SwitchRow{"time", {}, EINVAL}, SwitchRow{"time x", {}, EINVAL},
+                      SwitchRow{"time 1 2", {}, EINVAL}, SwitchRow{"time 1 ovfl", {true, 1, true}, 0},
+                      SwitchRow{"time 1 ovfl ovfl", {}, EINVAL}, SwitchRow{"time ovfl", {}, EINVAL},
+                      SwitchRow{"time 0 ovfl", {}, EINVAL}, SwitchRow{"ovfl 1", {}, EINVAL},
+                      SwitchRow{"none ovfl", {}, EINVAL}, SwitchRow{"NONE", {}, EINVAL},
+                      SwitchRow{"Time 5", {}, EINVAL}, SwitchRow{"time 18446744073709551616", {}, EINVAL},
+                      SwitchRow{"ovfl\nnone", {}, EINVAL}, SwitchRow{"time=5", {}, EINVAL},
+                      SwitchRow{"1000", {}, EINVAL}));
 
 TEST(ParseMode, Golden) {
   EXPECT_EQ(*parseMode("thread"), Mode::Thread);
@@ -398,8 +398,8 @@ INSTANTIATE_TEST_SUITE_P(
         FlagsRow{"autoclose", {false, false, true, false}, 0}, FlagsRow{"inherit", {false, false, false, true}, 0},
         FlagsRow{"inherit autoclose no_msg notify_block", {true, true, true, true}, 0},
         FlagsRow{"no_msg,autoclose", {false, true, true, false}, 0},
-        FlagsRow{"no_msg , autoclose\tinherit", {false, true, true, true}, 0},
-        FlagsRow{"bogus", {}, EINVAL}, FlagsRow{"no_msg bogus", {}, EINVAL}, FlagsRow{"no_msg no_msg", {}, EINVAL},
+        FlagsRow{"no_msg , autoclose\tinherit", {false, true, true, true}, 0}, FlagsRow{"bogus", {}, EINVAL},
+        FlagsRow{"no_msg bogus", {}, EINVAL}, FlagsRow{"no_msg no_msg", {}, EINVAL},
         FlagsRow{"none no_msg", {}, EINVAL}, FlagsRow{"no_msg none", {}, EINVAL}, FlagsRow{"NO_MSG", {}, EINVAL},
         FlagsRow{"no_msg,", {}, EINVAL}, FlagsRow{",no_msg", {}, EINVAL}, FlagsRow{"no_msg,,inherit", {}, EINVAL},
         FlagsRow{",", {}, EINVAL}, FlagsRow{"no_msg\ninherit", {}, EINVAL}, FlagsRow{"no-msg", {}, EINVAL},
@@ -508,7 +508,8 @@ TEST(Format, PmuInfo) {
 
 TEST(Format, Events) {
   EXPECT_EQ(formatEvents(simDesc()),
-            "name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc=\"Core cycles while the thread is not halted\" pmds=0x2000f\n"
+            "name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc=\"Core cycles while the thread is not halted\" "
+            "pmds=0x2000f\n"
             "name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc=\"Instructions retired\" pmds=0x1000f "
             "aliases=INSTRUCTIONS_RETIRED\n"
             "name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f desc=\"Reference cycles at the TSC rate while "
@@ -529,8 +530,7 @@ TEST(Format, Events) {
   // as a --sim-events file quotes it, and stays on one line.
   pmu::PmuDescription d = simDesc(2);
   d.events = {pmu::EventDesc{"ONLY_PMD1", 0x11, 0x2, "say \"hi\" \\ now"},
-              pmu::EventDesc{"FIXED_ONLY", 0x22, 0x20000, "tab\there\nnewline"},
-              pmu::EventDesc{"NONE", 0x33, 0, ""}};
+              pmu::EventDesc{"FIXED_ONLY", 0x22, 0x20000, "tab\there\nnewline"}, pmu::EventDesc{"NONE", 0x33, 0, ""}};
   EXPECT_EQ(formatEvents(d),
             "name=ONLY_PMD1 code=0x11 pmcs=0x2 desc=\"say \\\"hi\\\" \\\\ now\" pmds=0x2\n"
             "name=FIXED_ONLY code=0x22 pmcs=0x10000 desc=\"tab here newline\" pmds=0x20000\n"
@@ -588,8 +588,7 @@ TEST(Format, State) {
   s.followed = 2;
   s.merged = 5;
   s.dropped = 1;
-  EXPECT_EQ(formatState(s),
-            "state=loaded mode=thread target=0 set=3 queued=2 lost=7 followed=2 merged=5 dropped=1\n");
+  EXPECT_EQ(formatState(s), "state=loaded mode=thread target=0 set=3 queued=2 lost=7 followed=2 merged=5 dropped=1\n");
   // The target gone, its children still followed: said before them.
   s.target_exited = true;
   EXPECT_EQ(formatState(s),

@@ -53,9 +53,7 @@ class Thread {
     std::unique_lock l(mu_);
     cv_.wait(l, [this] { return tid_ != 0; });
   }
-  ~Thread() {
-    release();
-  }
+  ~Thread() { release(); }
   pid_t tid() const { return tid_; }
   void release() {
     {

@@ -72,9 +72,11 @@ std::vector<std::string> fastPageSeeds() {
     n.group_size = 2;
     n.switch_running_ns = ~std::uint64_t{0};
     n.pmd_count = 3;
-    n.pmds[0] = {0, 77, 0, (std::uint64_t{1} << 48) - 1, 0, 0, 16, static_cast<std::uint16_t>(fastpath::Source::kPage), 0};
-    n.pmds[1] = {1ull << 48, 5, 100, (std::uint64_t{1} << 48) - 1, 0, 0, 0,
-                 static_cast<std::uint16_t>(fastpath::Source::kPerfGroup), 0};
+    n.pmds[0] = {0, 77, 0, (std::uint64_t{1} << 48) - 1, 0, 0, 16, static_cast<std::uint16_t>(fastpath::Source::kPage),
+                 0};
+    n.pmds[1] = {1ull << 48, 5, 100, (std::uint64_t{1} << 48) - 1,
+                 0,          0, 0,   static_cast<std::uint16_t>(fastpath::Source::kPerfGroup),
+                 0};
     n.pmds[2] = {0, 9, 3, ~std::uint64_t{0}, 0, 0, 1, static_cast<std::uint16_t>(fastpath::Source::kPerfGroup), 1};
     return n;
   }());

@@ -19,45 +19,43 @@
 
 #include <perfmon/perfmon.h>
 
-static void report(const char *call, long rc)
-{
-	const char *name = rc < 0 ? strerrorname_np(errno) : "-";
-	printf("%s %ld %s\n", call, rc < 0 ? -1L : rc, name ? name : "?");
-	fflush(stdout);
+static void report(const char *call, long rc) {
+  const char *name = rc < 0 ? strerrorname_np(errno) : "-";
+  printf("%s %ld %s\n", call, rc < 0 ? -1L : rc, name ? name : "?");
+  fflush(stdout);
 }
 
-int main(int argc, char **argv)
-{
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s PMC0-VALUE\n", argv[0]);
-		return 2;
-	}
-	pfarg_ctx_t ctx;
-	memset(&ctx, 0, sizeof ctx);
-	int fd = pfm_create_context(&ctx, NULL, NULL, 0);
-	pfarg_pmc_t pmc;
-	memset(&pmc, 0, sizeof pmc);
-	pmc.reg_value = strtoull(argv[1], NULL, 0);
-	pfarg_pmd_t pmd;
-	memset(&pmd, 0, sizeof pmd);
-	pfarg_load_t load;
-	memset(&load, 0, sizeof load);
-	load.load_pid = (uint32_t)gettid();
-	if (fd < 0 || pfm_write_pmcs(fd, &pmc, 1) != 0 || pfm_write_pmds(fd, &pmd, 1) != 0 ||
-	    pfm_load_context(fd, &load) != 0 || pfm_start(fd, NULL) != 0) {
-		report("setup", -1);
-		return 1;
-	}
-	printf("ready %d\n", gettid());
-	fflush(stdout);
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s PMC0-VALUE\n", argv[0]);
+    return 2;
+  }
+  pfarg_ctx_t ctx;
+  memset(&ctx, 0, sizeof ctx);
+  int fd = pfm_create_context(&ctx, NULL, NULL, 0);
+  pfarg_pmc_t pmc;
+  memset(&pmc, 0, sizeof pmc);
+  pmc.reg_value = strtoull(argv[1], NULL, 0);
+  pfarg_pmd_t pmd;
+  memset(&pmd, 0, sizeof pmd);
+  pfarg_load_t load;
+  memset(&load, 0, sizeof load);
+  load.load_pid = (uint32_t)gettid();
+  if (fd < 0 || pfm_write_pmcs(fd, &pmc, 1) != 0 || pfm_write_pmds(fd, &pmd, 1) != 0 ||
+      pfm_load_context(fd, &load) != 0 || pfm_start(fd, NULL) != 0) {
+    report("setup", -1);
+    return 1;
+  }
+  printf("ready %d\n", gettid());
+  fflush(stdout);
 
-	char msg[sizeof(pfarg_msg_t)];
-	report("read", (long)read(fd, msg, sizeof msg));
-	report("pfm_read_pmds", pfm_read_pmds(fd, &pmd, 1));
-	report("pfm_stop", pfm_stop(fd));
-	pfarg_ctx_t again;
-	memset(&again, 0, sizeof again);
-	report("pfm_create_context", pfm_create_context(&again, NULL, NULL, 0));
-	report("close", close(fd));
-	return 0;
+  char msg[sizeof(pfarg_msg_t)];
+  report("read", (long)read(fd, msg, sizeof msg));
+  report("pfm_read_pmds", pfm_read_pmds(fd, &pmd, 1));
+  report("pfm_stop", pfm_stop(fd));
+  pfarg_ctx_t again;
+  memset(&again, 0, sizeof again);
+  report("pfm_create_context", pfm_create_context(&again, NULL, NULL, 0));
+  report("close", close(fd));
+  return 0;
 }

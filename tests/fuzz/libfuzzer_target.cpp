@@ -20,7 +20,6 @@ void failHard(const std::string& what) {
   std::abort();
 }
 
-
 // libFuzzer's dictionary syntax: "word", with \xNN for quotes, backslashes
 // and bytes outside printable ASCII.
 void printDictionary() {

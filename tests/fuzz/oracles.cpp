@@ -11,11 +11,11 @@
 
 #include "fast_page_oracle.h"
 #include "fs/text_format.h"
-#include "oracle_check.h"
-#include "pfmstat_oracles.h"
 #include "key_value.h"
+#include "oracle_check.h"
 #include "pfmlib/key_values.h"
 #include "pfmlib/pmu_model.h"
+#include "pfmstat_oracles.h"
 #include "pmu/event_name.h"
 #include "pmu/intel_arch_perfmon.h"
 #include "pmu/sim/event_stream.h"
@@ -43,8 +43,8 @@ template <typename T>
 bool accepted(const Result<T>& r, const Check& check) {
   if (r.ok()) return true;
   check(r.code() == -EINVAL, "refused with an errno other than EINVAL: " + std::to_string(r.code()));
-  check(oneLinePrintable(r.error().reason), "refused without a one-line printable reason: '" +
-                                                printable(r.error().reason) + "'");
+  check(oneLinePrintable(r.error().reason),
+        "refused without a one-line printable reason: '" + printable(r.error().reason) + "'");
   return false;
 }
 
@@ -248,7 +248,8 @@ bool eventName(std::string_view in, Fail fail) {
     if (!a.ok() || !b.ok()) continue;
     check(*a == *b, "encodeEvent and encodeEventName give different values");
     check((*a & 0xffff) == (r->event->code & 0xffff), "the encoding lost the event code");
-    check(static_cast<bool>((*a >> 16) & 1) == r->usr && static_cast<bool>((*a >> 17) & 1) == r->os, "the encoding lost the privilege levels");
+    check(static_cast<bool>((*a >> 16) & 1) == r->usr && static_cast<bool>((*a >> 17) & 1) == r->os,
+          "the encoding lost the privilege levels");
   }
   return true;
 }
@@ -331,7 +332,8 @@ const pfmcompat::pfmlib::PmuModel& simModel() {
     x.impl_pmcs = 0x1000f;
     x.impl_pmds = 0x7000f;
     x.width = 48;
-    for (unsigned i = 0; i < 4; ++i) x.pmcs.push_back({i, "PERFEVTSEL" + std::to_string(i), 0x186 + i, 0, 1ull << i, false});
+    for (unsigned i = 0; i < 4; ++i)
+      x.pmcs.push_back({i, "PERFEVTSEL" + std::to_string(i), 0x186 + i, 0, 1ull << i, false});
     x.pmcs.push_back({16, "FIXED_CTR_CTRL", 0x38d, 0, 0x70000, true});
     return x;
   }();
@@ -386,7 +388,8 @@ bool mountRecord(std::string_view in, Fail fail) {
     for (const char* key : {"name", "code", "pmcs", "desc", "aliases", "pmds"}) {
       const std::string* a = kv->find(key);
       const std::string* b = back->find(key);
-      check((a == nullptr) == (b == nullptr) && (!a || *a == *b), std::string("key ") + key + " changed on the way back");
+      check((a == nullptr) == (b == nullptr) && (!a || *a == *b),
+            std::string("key ") + key + " changed on the way back");
     }
   return true;
 }
@@ -422,8 +425,9 @@ const std::vector<Oracle>& oracles() {
        eventName},
       {"simRate", {"3", "2.5", "0.004", "1/3", "1000000:4,1000000:0", "5:1/7,3:2.25"}, simRate},
       {"simEvents",
-       {"name=CYC code=0x3c rate=3\n", "# a table\nname=A code=0x1f0 rate=1000:4,1000:0 ring=kernel counters=0x3\n\n"
-                                       "name=B code=0x2f0 rate=1/3 desc=\"phase \\\"b\\\"\"\n"},
+       {"name=CYC code=0x3c rate=3\n",
+        "# a table\nname=A code=0x1f0 rate=1000:4,1000:0 ring=kernel counters=0x3\n\n"
+        "name=B code=0x2f0 rate=1/3 desc=\"phase \\\"b\\\"\"\n"},
        simEvents},
       {"mountNumber", {"0", "42", "0x1f", "0xffffffffffffffff", "18446744073709551615"}, mountNumber},
       {"mountLines",
@@ -460,15 +464,79 @@ const Oracle* findOracle(std::string_view name) {
 }
 
 const std::vector<std::string>& dictionary() {
-  static const std::vector<std::string> d = {
-      "0", "1", "-1", "0x", "0x0", "0xffffffffffffffff", "18446744073709551616", "-", "--", "+", "=", ",", ":",
-      "\n", " ", "\t", "pmc0", "pmc16", "pmd0", "pmd63", "pmc64", "no_emul64", "notify", "random", "notify=0",
-      "random=2", "long_reset=", "short_reset=-5", "switch_cnt=3", "reset_pmds=1,2", "smpl_pmds=0x3",
-      "random_mask=0xff", "eventid=", "UNHALTED_CORE_CYCLES", ":u", ":k", "LLC_MISSES:u:k", "load", "start",
-      "stop", "restart", "unload", "set=", "set=70000", "time", "none", "ovfl", "thread", "system",
-      "notify_block", "no_msg", "autoclose", "inherit", "65535", "2147483648", "name=", "code=", "pmcs=", "pmds=",
-      "desc=\"", "\\\"", "aliases=", "rate=", "ring=kernel", "counters=", "/", ".", "model=", "width=", "pmd=",
-      "value=", "\xff", std::string(1, '\0')};
+  static const std::vector<std::string> d = {"0",
+                                             "1",
+                                             "-1",
+                                             "0x",
+                                             "0x0",
+                                             "0xffffffffffffffff",
+                                             "18446744073709551616",
+                                             "-",
+                                             "--",
+                                             "+",
+                                             "=",
+                                             ",",
+                                             ":",
+                                             "\n",
+                                             " ",
+                                             "\t",
+                                             "pmc0",
+                                             "pmc16",
+                                             "pmd0",
+                                             "pmd63",
+                                             "pmc64",
+                                             "no_emul64",
+                                             "notify",
+                                             "random",
+                                             "notify=0",
+                                             "random=2",
+                                             "long_reset=",
+                                             "short_reset=-5",
+                                             "switch_cnt=3",
+                                             "reset_pmds=1,2",
+                                             "smpl_pmds=0x3",
+                                             "random_mask=0xff",
+                                             "eventid=",
+                                             "UNHALTED_CORE_CYCLES",
+                                             ":u",
+                                             ":k",
+                                             "LLC_MISSES:u:k",
+                                             "load",
+                                             "start",
+                                             "stop",
+                                             "restart",
+                                             "unload",
+                                             "set=",
+                                             "set=70000",
+                                             "time",
+                                             "none",
+                                             "ovfl",
+                                             "thread",
+                                             "system",
+                                             "notify_block",
+                                             "no_msg",
+                                             "autoclose",
+                                             "inherit",
+                                             "65535",
+                                             "2147483648",
+                                             "name=",
+                                             "code=",
+                                             "pmcs=",
+                                             "pmds=",
+                                             "desc=\"",
+                                             "\\\"",
+                                             "aliases=",
+                                             "rate=",
+                                             "ring=kernel",
+                                             "counters=",
+                                             "/",
+                                             ".",
+                                             "model=",
+                                             "width=",
+                                             "pmd=",
+                                             "value=",
+                                             "\xff",
+                                             std::string(1, '\0')};
   return d;
 }
 

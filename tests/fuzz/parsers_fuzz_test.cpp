@@ -40,8 +40,7 @@ std::string randomBytes(std::mt19937_64& rng) {
   // Half the time printable ASCII with blanks and newlines, which parsers
   // look at more closely than arbitrary bytes.
   bool text = rng() & 1;
-  for (auto& c : s)
-    c = text ? " \t\n,=:-x0123456789abcdefnoptrsu"[rng() % 31] : static_cast<char>(rng() & 0xff);
+  for (auto& c : s) c = text ? " \t\n,=:-x0123456789abcdefnoptrsu"[rng() % 31] : static_cast<char>(rng() & 0xff);
   return s;
 }
 
@@ -95,9 +94,12 @@ std::string mutate(std::string s, std::mt19937_64& rng) {
         if (w.empty()) break;
         std::size_t a = rng() % w.size(), b = rng() % w.size();
         int op = static_cast<int>(rng() % 3);
-        if (op == 0) w.insert(w.begin() + static_cast<std::ptrdiff_t>(b), w[a]);
-        else if (op == 1) w.erase(w.begin() + static_cast<std::ptrdiff_t>(a));
-        else std::swap(w[a], w[b]);
+        if (op == 0)
+          w.insert(w.begin() + static_cast<std::ptrdiff_t>(b), w[a]);
+        else if (op == 1)
+          w.erase(w.begin() + static_cast<std::ptrdiff_t>(a));
+        else
+          std::swap(w[a], w[b]);
         s = joinWords(w);
         break;
       }
@@ -125,7 +127,8 @@ TEST_P(Fuzz, RandomBytes) {
 TEST_P(Fuzz, MutatedValidInputs) {
   const fuzz::Oracle& o = oracle();
   // Every seed is valid: the mutations start from something accepted.
-  for (const auto& s : o.seeds) EXPECT_TRUE(o.run(s, recordFailure)) << o.name << " refused its seed '" << printable(s) << "'";
+  for (const auto& s : o.seeds)
+    EXPECT_TRUE(o.run(s, recordFailure)) << o.name << " refused its seed '" << printable(s) << "'";
   std::mt19937_64 rng(0xc2b2ae3d27d4eb4full + GetParam());
   std::size_t n = scaled(kPerKind), accepted = 0, refused = 0;
   for (std::size_t i = 0; i < n && !HasFailure(); ++i) {

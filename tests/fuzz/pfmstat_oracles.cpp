@@ -34,7 +34,8 @@ const pfmstat::PmuInfo& simInfo() {
 const std::vector<pfmstat::EventInfo>& simEvents() {
   static const auto events = pfmstat::parseEvents(
       "name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc=\"cycles\" pmds=0x2000f\n"
-      "name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc=\"instructions\" pmds=0x1000f aliases=INSTRUCTIONS_RETIRED\n"
+      "name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc=\"instructions\" pmds=0x1000f "
+      "aliases=INSTRUCTIONS_RETIRED\n"
       "name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f desc=\"reference cycles\" pmds=0x4000f\n"
       "name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc=\"llc references\" pmds=0xf\n"
       "name=LLC_MISSES code=0x412e pmcs=0xf desc=\"llc misses\" pmds=0xf\n"

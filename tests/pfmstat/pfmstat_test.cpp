@@ -22,10 +22,13 @@ const char* kSimInfo =
     "backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 "
     "features=fixed_counters,global_ctrl,ovfl_intr,inherit,fastpath tick_ns=250000 fastpath=@x\n";
 const char* kSimEvents =
-    "name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc=\"Core cycles while the thread is not halted\" pmds=0x2000f\n"
-    "name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc=\"Instructions retired\" pmds=0x1000f aliases=INSTRUCTIONS_RETIRED\n"
+    "name=UNHALTED_CORE_CYCLES code=0x3c pmcs=0x1000f desc=\"Core cycles while the thread is not halted\" "
+    "pmds=0x2000f\n"
+    "name=INSTRUCTION_RETIRED code=0xc0 pmcs=0x1000f desc=\"Instructions retired\" pmds=0x1000f "
+    "aliases=INSTRUCTIONS_RETIRED\n"
     "name=UNHALTED_REFERENCE_CYCLES code=0x13c pmcs=0x1000f desc=\"Reference cycles\" pmds=0x4000f\n"
-    "name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc=\"Last level cache references\" pmds=0xf aliases=LAST_LEVEL_CACHE_REFERENCES\n"
+    "name=LLC_REFERENCES code=0x4f2e pmcs=0xf desc=\"Last level cache references\" pmds=0xf "
+    "aliases=LAST_LEVEL_CACHE_REFERENCES\n"
     "name=LLC_MISSES code=0x412e pmcs=0xf desc=\"Last level cache misses\" pmds=0xf\n"
     "name=BRANCH_INSTRUCTIONS_RETIRED code=0xc4 pmcs=0xf desc=\"Branch \\\"instructions\\\" retired\" pmds=0xf\n"
     "name=BRANCH_MISSES_RETIRED code=0xc5 pmcs=0xf desc=\"Mispredicted branches\" pmds=0xf\n"
@@ -81,8 +84,7 @@ TEST(Options, CommandAfterOptionsWithoutDashDash) {
 }
 
 TEST(Options, EveryOption) {
-  Options o = parse({"--switch-ms", "4", "-i", "-x", ";", "-r", "5", "-o", "out", "--mount", "/m",
-                     "--", "prog", "-e"});
+  Options o = parse({"--switch-ms", "4", "-i", "-x", ";", "-r", "5", "-o", "out", "--mount", "/m", "--", "prog", "-e"});
   EXPECT_EQ(*o.switch_ms, 4u);
   EXPECT_FALSE(o.inherit);
   EXPECT_EQ(parse({"-I", "100", "ls"}).interval_ms, 100u);
@@ -149,7 +151,7 @@ TEST(PmuTable, NamesAsUsersWriteThem) {
   auto events = parseEvents(kSimEvents);
   EXPECT_EQ(findEvent(events, "unhalted-core-cycles")->name, "UNHALTED_CORE_CYCLES");
   EXPECT_EQ(findEvent(events, "instructions_retired")->name, "INSTRUCTION_RETIRED");  // an alias
-  EXPECT_EQ(findEvent(events, "cycles")->name, "UNHALTED_CORE_CYCLES");              // perf's generic names
+  EXPECT_EQ(findEvent(events, "cycles")->name, "UNHALTED_CORE_CYCLES");               // perf's generic names
   EXPECT_EQ(findEvent(events, "instructions")->name, "INSTRUCTION_RETIRED");
   EXPECT_EQ(findEvent(events, "branch-misses")->name, "BRANCH_MISSES_RETIRED");
   EXPECT_EQ(findEvent(events, "cache-misses")->name, "LLC_MISSES");
@@ -285,7 +287,8 @@ TEST(Results, NotCountedAndIntervals) {
   EXPECT_EQ(d[0].enabled_ns, 1000u);
   EXPECT_EQ(d[0].running_ns, 300u);
   // A product past 64 bits (the mount computes it in 128).
-  Snapshot big = parseCounts("set=0 pmd=0 value=18446744073709551 enabled_ns=4000000000 running_ns=2000000000 scaled=-\n");
+  Snapshot big =
+      parseCounts("set=0 pmd=0 value=18446744073709551 enabled_ns=4000000000 running_ns=2000000000 scaled=-\n");
   EXPECT_EQ(*results(sets, {big})[0].scaled, 36893488147419102u);
   EXPECT_THROW(parseCounts("set=0 pmd=0 value=x enabled_ns=1 running_ns=1\n"), RunError);
 }
@@ -333,9 +336,11 @@ TEST(Report, CsvAndJson) {
   EXPECT_EQ(finalReport(ReportStyle{Format::Json, ","}, "'p'", s, 1, 0.25, 0, 3),
             "{\"event\":\"cycles\",\"set\":0,\"count\":1500000,\"scaled\":3000000,\"enabled_ns\":1000000,"
             "\"running_ns\":500000,\"percent\":50.00}\n"
-            "{\"event\":\"a\\\"b\",\"set\":1,\"count\":0,\"scaled\":null,\"enabled_ns\":0,\"running_ns\":0,\"percent\":null}\n"
+            "{\"event\":\"a\\\"b\",\"set\":1,\"count\":0,\"scaled\":null,\"enabled_ns\":0,\"running_ns\":0,\"percent\":"
+            "null}\n"
             "{\"target\":\"'p'\",\"runs\":1,\"elapsed_ns\":250000000,\"exit_status\":3}\n");
-  EXPECT_EQ(intervalReport(ReportStyle{Format::Csv, ","}, 1.5, {r}, true), "1.500000000,1500000,cycles,3000000,500000,1000000,50.00\n");
+  EXPECT_EQ(intervalReport(ReportStyle{Format::Csv, ","}, 1.5, {r}, true),
+            "1.500000000,1500000,cycles,3000000,500000,1000000,50.00\n");
   EXPECT_EQ(intervalReport(ReportStyle{}, 1.5, {r}, true),
             "#           time               count  event                                    scaled    running\n"
             "     1.500000000           1,500,000  cycles                                3,000,000   (50.00%)\n");

@@ -9,8 +9,8 @@
 #include <functional>
 #include <vector>
 
-#include "pmu/perf_event/perf_event.h"
 #include "pmu/perf/perf_inherit.h"
+#include "pmu/perf_event/perf_event.h"
 
 namespace pfmfs::pmu::perf {
 namespace {
@@ -55,7 +55,8 @@ class LedgerTest : public ::testing::Test {
   }
   // One take, at `now` ns, with the threads `finished` says.
   std::vector<ChildEvent> take(std::uint64_t now = 0, std::function<bool(pid_t)> finished = {}) {
-    ledger_.beginTake(finished ? finished : [](pid_t) { return false; }, now);
+    ledger_.beginTake(
+        finished ? finished : [](pid_t) { return false; }, now);
     std::vector<ChildEvent> out;
     ledger_.take(out);
     return out;

@@ -19,10 +19,10 @@ namespace {
 
 using namespace intel;
 
-constexpr std::uint64_t kCycles = event::kUnhaltedCoreCycles;         // 3 per ns
-constexpr std::uint64_t kInstr = event::kInstructionRetired;          // 2 per ns
-constexpr std::uint64_t kRefCycles = event::kUnhaltedReferenceCycles; // 2.5 per ns
-constexpr std::uint64_t kBranches = event::kBranchInstructionsRetired; // 0.4 per ns
+constexpr std::uint64_t kCycles = event::kUnhaltedCoreCycles;           // 3 per ns
+constexpr std::uint64_t kInstr = event::kInstructionRetired;            // 2 per ns
+constexpr std::uint64_t kRefCycles = event::kUnhaltedReferenceCycles;   // 2.5 per ns
+constexpr std::uint64_t kBranches = event::kBranchInstructionsRetired;  // 0.4 per ns
 
 constexpr std::uint64_t kUserEn = evtsel::kUsr | evtsel::kEn;
 constexpr std::uint64_t kGlobalAll4 = 0xfull | 0x7ull << 32;  // 4 general + 3 fixed
@@ -163,9 +163,9 @@ TEST(EmulatedPmu, EightCountersHaveEightPairs) {
 
 TEST(EmulatedPmu, GeneralCounterNeedsGlobalBitAndEnBit) {
   Rig r;
-  r.wr(kPerfEvtSel0 + 0, kCycles | kUserEn);  // EN, global on: counts
+  r.wr(kPerfEvtSel0 + 0, kCycles | kUserEn);       // EN, global on: counts
   r.wr(kPerfEvtSel0 + 1, kCycles | evtsel::kUsr);  // no EN
-  r.wr(kPerfEvtSel0 + 2, kCycles | kUserEn);  // global bit off
+  r.wr(kPerfEvtSel0 + 2, kCycles | kUserEn);       // global bit off
   r.wr(kPerfEvtSel0 + 3, kInstr | kUserEn);
   r.wr(kPerfGlobalCtrl, gbit(0) | gbit(1) | gbit(3));
   r.pmu.advanceTo(1000);
@@ -451,7 +451,7 @@ TEST(EmulatedPmu, FixedCounterPmi) {
 TEST(EmulatedPmu, NoInterruptWhileNotCounting) {
   Rig r(4, 16);
   r.wr(kPerfEvtSel0, kCycles | evtsel::kUsr | evtsel::kInt);  // no EN
-  r.wr(kFixedCtrCtrl, fixedctl::field(0, fixedctl::kPmi));     // no level
+  r.wr(kFixedCtrCtrl, fixedctl::field(0, fixedctl::kPmi));    // no level
   r.wr(kPerfGlobalCtrl, kGlobalAll4);
   EXPECT_EQ(r.pmu.nextInterruptNs(), kNever);
   r.wr(kPerfEvtSel0, kCycles | kUserEn | evtsel::kInt);
@@ -791,8 +791,8 @@ TEST(IntelArchDriver, TakeOverflowStatusMapsBitsToPmds) {
   Rig r(4, 16);
   IntelArchDriver d(r.desc, r.pmu);
   d.writePmc(1, kCycles | kUserEn | evtsel::kInt);
-  d.writePmc(16, fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi) |
-                     fixedctl::field(2, fixedctl::kUsr | fixedctl::kPmi));
+  d.writePmc(16,
+             fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi) | fixedctl::field(2, fixedctl::kUsr | fixedctl::kPmi));
   d.writePmd(1, 0xffff);
   d.writePmd(16, 0xfffe);  // instructions, 2/ns
   d.writePmd(18, 0xfffd);  // ref cycles, 2.5/ns: N(1) = 2, not yet

@@ -44,8 +44,8 @@ const std::vector<Golden>& goldens() {
       {"INSTRUCTION_RETIRED:u", 0, 0x100c0, 0},
       {"UNHALTED_CORE_CYCLES:u:k", 0, 0x3003c, 0},
       {"UNHALTED_CORE_CYCLES:k:u", 0, 0x3003c, 0},
-      {"INSTRUCTION_RETIRED", 0, 0x100c0, 0},   // bare: user level
-      {"INSTRUCTION_RETIRED:k", 0, 0x200c0, 0}, // :k alone: kernel only
+      {"INSTRUCTION_RETIRED", 0, 0x100c0, 0},    // bare: user level
+      {"INSTRUCTION_RETIRED:k", 0, 0x200c0, 0},  // :k alone: kernel only
       {"UNHALTED_CORE_CYCLES:k", 3, 0x2003c, 0},
       // Case-insensitive names and modifiers.
       {"instruction_retired:U", 0, 0x100c0, 0},

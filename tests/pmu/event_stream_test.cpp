@@ -36,8 +36,7 @@ EventRate mustParse(std::string_view text) {
 
 // An independent model of a phased rate: walk the target time nanosecond by
 // nanosecond and add each nanosecond's rate, in units of 1/den.
-std::vector<std::uint64_t> bruteCounts(const std::vector<RatePhase>& phases, std::uint64_t den,
-                                       std::uint64_t up_to) {
+std::vector<std::uint64_t> bruteCounts(const std::vector<RatePhase>& phases, std::uint64_t den, std::uint64_t up_to) {
   std::vector<std::uint64_t> out{0};
   unsigned __int128 value = 0;
   std::size_t phase = 0;
@@ -99,7 +98,8 @@ TEST(EventRateConstant, RateTwoNearTheTop) {
 TEST(EventRateConstant, RateOne) {
   EventRate r = EventRate::constant(1, 1);
   for (std::uint64_t t : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{12345},
-                         std::uint64_t{1} << 40, kMax - 1, kMax}) EXPECT_EQ(r.count(t), t);
+                          std::uint64_t{1} << 40, kMax - 1, kMax})
+    EXPECT_EQ(r.count(t), t);
   EXPECT_EQ(r.timeOfCount(kMax - 1), kMax - 1);
 }
 
@@ -230,8 +230,7 @@ TEST(EventRatePhased, DefaultPhasesAreComplementary) {
     std::uint64_t t = rng() % 4'000'000'000'000'000'000ull;
     ASSERT_EQ(a->rate.count(t) + b->rate.count(t), 4 * t) << t;
   }
-  for (std::uint64_t t = 0; t < 10'000'000; t += 99'991)
-    ASSERT_EQ(a->rate.count(t) + b->rate.count(t), 4 * t);
+  for (std::uint64_t t = 0; t < 10'000'000; t += 99'991) ASSERT_EQ(a->rate.count(t) + b->rate.count(t), 4 * t);
   EXPECT_EQ(a->rate.maxRateCeil(), 4u);
   EXPECT_EQ(b->rate.maxRateCeil(), 4u);
 }
@@ -276,8 +275,7 @@ TEST(EventRatePhased, ManyShapesMatchBruteForce) {
   for (const auto& c : cases) {
     EventRate r = EventRate::phased(c.phases, c.den);
     auto brute = bruteCounts(c.phases, c.den, 5000);
-    for (std::uint64_t t = 0; t < brute.size(); ++t)
-      ASSERT_EQ(r.count(t), brute[t]) << r.toString() << " t=" << t;
+    for (std::uint64_t t = 0; t < brute.size(); ++t) ASSERT_EQ(r.count(t), brute[t]) << r.toString() << " t=" << t;
     // The inverse, checked against the same model.
     for (std::uint64_t n = 1; n <= brute.back(); ++n) {
       std::uint64_t t = r.timeOfCount(n);
@@ -416,8 +414,7 @@ TEST(EventRateProperties, IntervalCountsAreFloorOrCeilOfTheIntegral) {
 TEST(EventRateProperties, TimeOfCountIsTheInverse) {
   std::mt19937_64 rng(1);
   for (const auto& r : sampleRates()) {
-    std::vector<std::uint64_t> ns = {1,    2,         3,         4,        5,   10, 99, 100, 101,
-                                     1000, 4'000'000, 4'000'001, kMax - 1, kMax};
+    std::vector<std::uint64_t> ns = {1, 2, 3, 4, 5, 10, 99, 100, 101, 1000, 4'000'000, 4'000'001, kMax - 1, kMax};
     for (int i = 0; i < 300; ++i) ns.push_back(rng() >> (rng() % 64));
     for (int i = 0; i < 50; ++i) ns.push_back(r.count(rng()));  // counts actually reached
     for (std::uint64_t n : ns) {
@@ -471,8 +468,7 @@ TEST(EventRateText, ToString) {
 
 TEST(EventRateText, RoundTrips) {
   auto rates = sampleRates();
-  for (const char* text :
-       {"0", "1.000000001", "999999999.999999999", "10:1,10:0.5,10:0", "4:0,4:0.000000001"})
+  for (const char* text : {"0", "1.000000001", "999999999.999999999", "10:1,10:0.5,10:0", "4:0,4:0.000000001"})
     rates.push_back(mustParse(text));
   for (const auto& e : defaultEvents(8)) rates.push_back(e.rate);
   rates.push_back(EventRate());
@@ -497,7 +493,7 @@ TEST(EventRateText, RejectsGarbage) {
       "1.",
       ".5",
       "1.2.3",
-      "0.0000000001",              // 10 fractional digits
+      "0.0000000001",  // 10 fractional digits
       "1e3",
       "0x10",
       "nan",
@@ -506,7 +502,7 @@ TEST(EventRateText, RejectsGarbage) {
       "1 ",
       "1,5",
       "1_000",
-      "18446744073709551616",      // 2^64
+      "18446744073709551616",  // 2^64
       "18446744073709551615.5",
       "18446744073.7095516151",
       "1/0",
@@ -515,8 +511,8 @@ TEST(EventRateText, RejectsGarbage) {
       "1.5/2",
       "1/2/3",
       "-1/2",
-      "0:1",                       // zero-length phase
-      "0:1,0:2",                   // zero period
+      "0:1",      // zero-length phase
+      "0:1,0:2",  // zero period
       ":1",
       "1000:",
       "1000:1,",
@@ -529,13 +525,13 @@ TEST(EventRateText, RejectsGarbage) {
       "1000:2.5.1",
       "1000 :1",
       "1.5:1",
-      "18446744073709551615:1,1:1",  // period past 2^64 - 1
-      "1:18446744073709551615,1:0.5",  // needs a numerator past 2^64
+      "18446744073709551615:1,1:1",     // period past 2^64 - 1
+      "1:18446744073709551615,1:0.5",   // needs a numerator past 2^64
       "1:1/4294967311,1:1/4294967357",  // common denominator past 2^64
-      "99999999999999999999:1",    // a duration past 2^64 - 1
+      "99999999999999999999:1",         // a duration past 2^64 - 1
       "1/99999999999999999999",
       "99999999999999999999/1",
-      "\xef\xbc\x91",              // a full-width digit one
+      "\xef\xbc\x91",  // a full-width digit one
   };
   static_assert(std::size(bad) >= 20);
   for (const char* text : bad) {
@@ -697,8 +693,8 @@ TEST(ParseEvents, DefaultTableRoundTrips) {
   auto defaults = defaultEvents(4);
   std::string text = "# the default table, written out\n";
   for (const auto& e : defaults)
-    text += fmt::format("name={} code={:#x} rate={} ring=user counters={:#x} desc=\"{}\"\n", e.desc.name,
-                        e.desc.code, e.rate.toString(), e.desc.counters, e.desc.desc);
+    text += fmt::format("name={} code={:#x} rate={} ring=user counters={:#x} desc=\"{}\"\n", e.desc.name, e.desc.code,
+                        e.rate.toString(), e.desc.counters, e.desc.desc);
   auto r = parseEvents(text, 4);
   ASSERT_TRUE(r.ok()) << r.error().reason;
   ASSERT_EQ(r->size(), defaults.size());
@@ -747,8 +743,8 @@ TEST(ParseEvents, RejectsGarbage) {
       {"name=A code=1 rate=1 ring=USER\n", "line 1: ring 'USER'"},
       {"name=A code=1 rate=1 counters=0\n", "line 1: counters '0' names no counter"},
       {"name=A code=1 rate=1 counters=zz\n", "line 1: counters 'zz' is not a number"},
-      {"name=A code=1 rate=1 counters=0x100\n", "line 1: counters '0x100'"},          // PMD8 with 4 counters
-      {"name=A code=1 rate=1 counters=0x10\n", "line 1: counters '0x10'"},            // PMD4 with 4 counters
+      {"name=A code=1 rate=1 counters=0x100\n", "line 1: counters '0x100'"},  // PMD8 with 4 counters
+      {"name=A code=1 rate=1 counters=0x10\n", "line 1: counters '0x10'"},    // PMD4 with 4 counters
       // PMD19: no such fixed counter.
       {"name=A code=1 rate=1 counters=0x80000\n", "line 1: counters '0x80000'"},
       {"name=A code=0x3c rate=1 counters=0x10000\n", "line 1: counters '0x10000'"},  // FIXED_CTR0 counts 0xc0

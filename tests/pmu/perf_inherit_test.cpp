@@ -361,8 +361,7 @@ TEST(PerfInherit, WithoutInheritNoChildIsFollowed) {
   ASSERT_TRUE(pfmfs::testing::waitOffCpu(f.pid()));
   const std::uint64_t t1 = r.pmu().timeNs();
   const std::uint64_t own1 = own.ns();
-  EXPECT_LE(t1 - t0, own1 - own0) << "the target's own CPU time, not its children's (" << N << " x " << kBurn
-                                  << " ns)";
+  EXPECT_LE(t1 - t0, own1 - own0) << "the target's own CPU time, not its children's (" << N << " x " << kBurn << " ns)";
 }
 
 TEST(PerfInherit, AGrandchildsCountsArriveToo) {
@@ -483,8 +482,7 @@ TEST(PerfInherit, AChildThatOutlivesTheTargetStillReports) {
   constexpr long kBurn = 20'000'000;
   ASSERT_TRUE(f.child({'T', 0, P, 0}));
   ASSERT_TRUE(f.child({'B', 0, 0, kBurn}));
-  EXPECT_GE(r.pmu().timeNs() - t0, static_cast<std::uint64_t>(kBurn))
-      << "the tree clock runs on in the child";
+  EXPECT_GE(r.pmu().timeNs() - t0, static_cast<std::uint64_t>(kBurn)) << "the tree clock runs on in the child";
   f.childExits();
   for (auto deadline = std::chrono::steady_clock::now() + kPatience;
        r.calls() == calls && std::chrono::steady_clock::now() < deadline;)

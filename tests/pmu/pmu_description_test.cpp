@@ -498,9 +498,9 @@ TEST(PmuDescriptionLookup, FindEventIsCaseInsensitiveAndExact) {
   EXPECT_EQ(d.findEvent("Instruction_Retired"), e);
   ASSERT_NE(d.findEvent("sim_phase_b"), nullptr);
   EXPECT_EQ(d.findEvent("sim_phase_b")->code, 0x02f0u);
-  EXPECT_EQ(d.findEvent("INSTRUCTION_RETIRE"), nullptr);    // prefix
-  EXPECT_EQ(d.findEvent("INSTRUCTION_RETIREDX"), nullptr);  // longer
-  EXPECT_EQ(d.findEvent("INSTRUCTION_RETIRED:u"), nullptr); // modifiers are not part of the name
+  EXPECT_EQ(d.findEvent("INSTRUCTION_RETIRE"), nullptr);     // prefix
+  EXPECT_EQ(d.findEvent("INSTRUCTION_RETIREDX"), nullptr);   // longer
+  EXPECT_EQ(d.findEvent("INSTRUCTION_RETIRED:u"), nullptr);  // modifiers are not part of the name
   EXPECT_EQ(d.findEvent(" INSTRUCTION_RETIRED"), nullptr);
   EXPECT_EQ(d.findEvent(""), nullptr);
   EXPECT_EQ(d.findEvent(std::string_view("INSTRUCTION_RETIRED\0", 20)), nullptr);

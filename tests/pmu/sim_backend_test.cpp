@@ -39,8 +39,7 @@ constexpr auto kPatience = std::chrono::minutes(1);
 
 pid_t gettidNow() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
-std::unique_ptr<SimBackend> make(ClockKind clock, unsigned counters = 4, unsigned width = 48,
-                                 bool interrupts = true) {
+std::unique_ptr<SimBackend> make(ClockKind clock, unsigned counters = 4, unsigned width = 48, bool interrupts = true) {
   SimOptions o;
   o.shape = intel::Shape{counters, width};
   o.clock = clock;
@@ -324,7 +323,7 @@ TEST(SimBackendManual, CountsAndMsrWrites) {
   r.pmc(16, intel::fixedctl::field(0, intel::fixedctl::kUsr));
   r.pmd(0, 100);
   r.pmd(16, (1ull << 48) + 7);  // the backend keeps the implemented bits
-  r.load();  // nothing is known yet: all 5 PMCs and the 2 PMDs in use
+  r.load();                     // nothing is known yet: all 5 PMCs and the 2 PMDs in use
   p.enable();
   EXPECT_EQ(b->msrWrites(), 8u);
   r.load();  // the same image again: nothing differs, nothing is written
@@ -355,7 +354,7 @@ TEST(SimBackendManual, TakeOverflowOfAThread) {
   using namespace intel;
   r.pmc(1, event::kUnhaltedCoreCycles | evtsel::kUsr | evtsel::kEn | evtsel::kInt);
   r.pmc(16, fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi));
-  r.pmd(1, 0x10000 - 30);  // 30 cycles: 10 ns
+  r.pmd(1, 0x10000 - 30);   // 30 cycles: 10 ns
   r.pmd(16, 0x10000 - 20);  // 20 instructions: 10 ns
   r.load();
   p.enable();
@@ -432,7 +431,7 @@ TEST(SimBackendManual, OverflowsAfterTheSkid) {
   using namespace intel;
   r.pmc(1, event::kUnhaltedCoreCycles | evtsel::kUsr | evtsel::kEn | evtsel::kInt);
   r.pmc(16, fixedctl::field(0, fixedctl::kUsr | fixedctl::kPmi));
-  r.pmd(1, 0x10000 - 30);  // 30 cycles: wraps at 10 ns; the 40th cycle at 14 ns
+  r.pmd(1, 0x10000 - 30);   // 30 cycles: wraps at 10 ns; the 40th cycle at 14 ns
   r.pmd(16, 0x10000 - 20);  // 20 instructions: wraps at 10 ns; the 30th at 15 ns
   r.load();
   p.enable();
@@ -450,8 +449,8 @@ TEST(SimBackendManual, OverflowsAfterTheSkid) {
   EXPECT_EQ(o->pmds, regBit(1) | regBit(16)) << "one interrupt for both";
   EXPECT_EQ(o->ip, 0x401000u);  // made up from the time of the interrupt: 14 / 64 = 0
   EXPECT_EQ(p.overflowsInSkid(), 0u);
-  EXPECT_EQ(r.read(1), 12u);   // 42 - 30: the counter went on counting
-  EXPECT_EQ(r.read(16), 8u);   // 28 - 20
+  EXPECT_EQ(r.read(1), 12u);  // 42 - 30: the counter went on counting
+  EXPECT_EQ(r.read(16), 8u);  // 28 - 20
 
   // The engine's reload at the interrupt, then a wrap at 15 ns (count 45)
   // whose interrupt is brought forward at 16.
@@ -515,7 +514,7 @@ TEST(SimBackendReal, ThreadTimeIsItsCpuTime) {
 TEST(SimBackendReal, ThreadTimeStartsNearZeroAtAttach) {
   Worker w;
   w.run([] { burnCpu(30'000'000); });  // CPU time before the attach does not count
-  ASSERT_TRUE(waitOffCpu(w.tid()));     // and its CPU time is exact, standing still
+  ASSERT_TRUE(waitOffCpu(w.tid()));    // and its CPU time is exact, standing still
   auto b = make(ClockKind::Real);
   auto t = b->attach(thread(w.tid()), {});
   ASSERT_TRUE(t.ok());

@@ -44,7 +44,8 @@ TEST(X86Describe, TheModulesTestPmuIsTheSimsShape) {
   EXPECT_EQ(d->model, "intel-arch-v2");
   EXPECT_EQ(pmcIndices(*d), (std::vector<unsigned>{0, 1, 2, 3, 16}));
   EXPECT_EQ(pmdIndices(*d), (std::vector<unsigned>{0, 1, 2, 3, 16, 17, 18}));
-  EXPECT_EQ(d->features, (std::vector<std::string>{"fixed_counters", "global_ctrl", "ovfl_intr", "inherit", "emulated"}));
+  EXPECT_EQ(d->features,
+            (std::vector<std::string>{"fixed_counters", "global_ctrl", "ovfl_intr", "inherit", "emulated"}));
   ASSERT_EQ(d->events.size(), 7u);  // the architectural events only: no sim phases
   EXPECT_EQ(d->events[0].name, "UNHALTED_CORE_CYCLES");
   EXPECT_EQ(d->events[0].counters, 0xfu | regBit(17));

@@ -6,8 +6,8 @@
 // touched count exactly what their clock says. Meant for TSan and ASan.
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -90,9 +90,7 @@ class Target {
   }
   ~Target() {
     quit_.store(true);
-    {
-      std::lock_guard l(mu_);
-    }
+    { std::lock_guard l(mu_); }
     cv_.notify_all();
     thread_.join();
   }
@@ -143,10 +141,10 @@ constexpr std::uint64_t kStormOps = 1000;
 
 struct Tally {
   std::atomic<std::uint64_t> ops{0};
-  std::atomic<std::uint64_t> failures{0};      // expected errors
-  std::atomic<std::uint64_t> unexpected{0};    // anything else
+  std::atomic<std::uint64_t> failures{0};    // expected errors
+  std::atomic<std::uint64_t> unexpected{0};  // anything else
   std::mutex mu;
-  std::set<std::string> what;                  // descriptions of the unexpected
+  std::set<std::string> what;                                            // descriptions of the unexpected
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> stats;  // STORM_STATS=1: op -> ok, failed
 
   void note(const char* op, int code, const std::string& reason) {
@@ -180,10 +178,10 @@ PmdWrite pmdWrite(unsigned index, std::uint64_t value) {
   return w;
 }
 
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    auto&& ok_ = (expr);                                                       \
-    ASSERT_TRUE(ok_.ok()) << #expr << ": " << ok_.error().reason;             \
+#define ASSERT_OK(expr)                                           \
+  do {                                                            \
+    auto&& ok_ = (expr);                                          \
+    ASSERT_TRUE(ok_.ok()) << #expr << ": " << ok_.error().reason; \
   } while (0)
 
 // A session that only readers and the clock touch while the storm lasts:
@@ -306,10 +304,20 @@ class Storm {
     if (op >= 3 && op <= 6 && !stable_.empty()) {  // readers of the stable sessions
       Session& s = *stable_[pick(stable_.size())];
       switch (op) {
-        case 3: t_.note("stable.readPmd", s.readPmd(static_cast<unsigned>(pick(2)), 0)); break;
-        case 4: (void)s.counts(); t_.note("stable.counts", 0, ""); break;
-        case 5: (void)s.state(); t_.note("stable.state", 0, ""); break;
-        case 6: t_.note("stable.setInfo", s.setInfo(static_cast<unsigned>(pick(2)))); break;
+        case 3:
+          t_.note("stable.readPmd", s.readPmd(static_cast<unsigned>(pick(2)), 0));
+          break;
+        case 4:
+          (void)s.counts();
+          t_.note("stable.counts", 0, "");
+          break;
+        case 5:
+          (void)s.state();
+          t_.note("stable.state", 0, "");
+          break;
+        case 6:
+          t_.note("stable.setInfo", s.setInfo(static_cast<unsigned>(pick(2))));
+          break;
       }
       return;
     }
@@ -318,9 +326,9 @@ class Storm {
     const unsigned set = static_cast<unsigned>(pick(3));  // set 2 never exists: ENOENT
     switch (op) {
       case 7: {
-        static constexpr std::uint64_t kValues[] = {kCycles, kInstructions, kRefCycles, kBranches, 0,
-                                                    kCycles | (1ull << 40)};  // the last: reserved bits
-        const unsigned pmc = static_cast<unsigned>(pick(5));  // pmc4 does not exist
+        static constexpr std::uint64_t kValues[] = {kCycles, kInstructions,         kRefCycles, kBranches,
+                                                    0,       kCycles | (1ull << 40)};  // the last: reserved bits
+        const unsigned pmc = static_cast<unsigned>(pick(5));                           // pmc4 does not exist
         t_.note("writePmc", s->writePmc(Caller::root(), set, PmcWrite{pmc, kValues[pick(6)], pick(4) == 0}));
         break;
       }
@@ -348,10 +356,19 @@ class Storm {
         t_.note("writeRegs", s->writeRegs(Caller::root(), set, v));
         break;
       }
-      case 10: t_.note("readPmd", s->readPmd(set, static_cast<unsigned>(pick(20)))); break;
-      case 11: t_.note("readPmc", s->readPmc(set, static_cast<unsigned>(pick(20)))); break;
-      case 12: t_.note("regs", s->regs(set)); break;
-      case 13: (void)s->counts(); t_.note("counts", 0, ""); break;
+      case 10:
+        t_.note("readPmd", s->readPmd(set, static_cast<unsigned>(pick(20))));
+        break;
+      case 11:
+        t_.note("readPmc", s->readPmc(set, static_cast<unsigned>(pick(20))));
+        break;
+      case 12:
+        t_.note("regs", s->regs(set));
+        break;
+      case 13:
+        (void)s->counts();
+        t_.note("counts", 0, "");
+        break;
       case 14: {
         auto st = s->state();
         (void)s->error();
@@ -360,20 +377,38 @@ class Storm {
         t_.note(st.state == State::Masked ? "state(masked)" : "state", 0, "");
         break;
       }
-      case 15: t_.note("setInfo", s->setInfo(set)); break;
-      case 16: (void)s->takeMessages(1 + pick(4)); (void)s->queuedMessages(); t_.note("take", 0, ""); break;
+      case 15:
+        t_.note("setInfo", s->setInfo(set));
+        break;
+      case 16:
+        (void)s->takeMessages(1 + pick(4));
+        (void)s->queuedMessages();
+        t_.note("take", 0, "");
+        break;
       case 17:
-      case 18: t_.note("start", pick(2) ? s->start() : s->start(set)); break;
-      case 19: t_.note("stop", s->stop()); break;
-      case 20: t_.note("restart", s->restart()); break;
+      case 18:
+        t_.note("start", pick(2) ? s->start() : s->start(set));
+        break;
+      case 19:
+        t_.note("stop", s->stop());
+        break;
+      case 20:
+        t_.note("restart", s->restart());
+        break;
       case 21:
-        if (!tids_.empty()) t_.note("load", s->load(Caller::root(), tids_[pick(tids_.size())], pick(2) ? std::optional<unsigned>(set) : std::nullopt));
+        if (!tids_.empty())
+          t_.note("load", s->load(Caller::root(), tids_[pick(tids_.size())],
+                                  pick(2) ? std::optional<unsigned>(set) : std::nullopt));
         break;
       case 22:
         if (pick(4) == 0) t_.note("unload", s->unload());
         break;
-      case 23: t_.note("createSet", s->createSet(1)); break;
-      case 24: t_.note("deleteSet", s->deleteSet(1)); break;
+      case 23:
+        t_.note("createSet", s->createSet(1));
+        break;
+      case 24:
+        t_.note("deleteSet", s->deleteSet(1));
+        break;
       case 25: {
         // Lone sets with a time switch included (Liveness.LoneSetWithTimeSwitch*).
         SwitchSpec sw = pick(3) == 0 ? SwitchSpec{false, 0, true} : timeSwitch(1 + pick(100'000));
@@ -386,8 +421,15 @@ class Storm {
         t_.note("setFlags", s->setFlags(f));
         break;
       }
-      case 27: (void)s->loadedTarget(); (void)s->setIds(); t_.note("ids", 0, ""); break;
-      default: (void)s->readPmd(0, 0); t_.note("readPmd0", 0, ""); break;
+      case 27:
+        (void)s->loadedTarget();
+        (void)s->setIds();
+        t_.note("ids", 0, "");
+        break;
+      default:
+        (void)s->readPmd(0, 0);
+        t_.note("readPmd0", 0, "");
+        break;
     }
   }
 
@@ -426,9 +468,9 @@ void runStorm(Storm& storm, Tally& tally, unsigned threads, unsigned advancers, 
 }
 
 void report(const Tally& t) {
-  for (const auto& [op, n] : t.stats) std::fprintf(stderr, "  %-16s ok=%llu failed=%llu\n", op.c_str(),
-                                                   static_cast<unsigned long long>(n.first),
-                                                   static_cast<unsigned long long>(n.second));
+  for (const auto& [op, n] : t.stats)
+    std::fprintf(stderr, "  %-16s ok=%llu failed=%llu\n", op.c_str(), static_cast<unsigned long long>(n.first),
+                 static_cast<unsigned long long>(n.second));
   EXPECT_EQ(t.unexpected.load(), 0u);
   for (const auto& w : t.what) ADD_FAILURE() << "unexpected error: " << w;
   EXPECT_GT(t.ops.load(), kStormOps) << "the storm hardly ran, in a minute";
@@ -552,8 +594,10 @@ TEST(Concurrency, SameNamesRace) {
           }
         } else {
           auto st = e.engine().destroySession(name);
-          if (st.ok()) destroyed.fetch_add(1);
-          else if (st.code() != -ENOENT) bad.fetch_add(1);
+          if (st.ok())
+            destroyed.fetch_add(1);
+          else if (st.code() != -ENOENT)
+            bad.fetch_add(1);
         }
       }
     });
@@ -603,14 +647,33 @@ TEST(Concurrency, OneSessionManyHands) {
       while (!stop.load(std::memory_order_relaxed)) {
         const unsigned set = static_cast<unsigned>(rng() % 2);
         switch (rng() % 8) {
-          case 0: tally.note("advance", e.engine().advanceManualClock(1 + rng() % 50'000)); break;
-          case 1: tally.note("readPmd", s->readPmd(set, set)); break;
-          case 2: tally.note("writePmd", s->writePmd(set, pmdWrite(set, rng() % 1000))); break;
-          case 3: tally.note("writePmc", s->writePmc(Caller::root(), set, PmcWrite{set, rng() % 2 ? kCycles : kBranches, false})); break;
-          case 4: tally.note(i % 2 ? "start" : "stop", i % 2 ? s->start() : s->stop()); break;
-          case 5: (void)s->counts(); tally.note("counts", 0, ""); break;
-          case 6: tally.note("setInfo", s->setInfo(set)); break;
-          default: (void)s->state(); tally.note("state", 0, ""); break;
+          case 0:
+            tally.note("advance", e.engine().advanceManualClock(1 + rng() % 50'000));
+            break;
+          case 1:
+            tally.note("readPmd", s->readPmd(set, set));
+            break;
+          case 2:
+            tally.note("writePmd", s->writePmd(set, pmdWrite(set, rng() % 1000)));
+            break;
+          case 3:
+            tally.note("writePmc",
+                       s->writePmc(Caller::root(), set, PmcWrite{set, rng() % 2 ? kCycles : kBranches, false}));
+            break;
+          case 4:
+            tally.note(i % 2 ? "start" : "stop", i % 2 ? s->start() : s->stop());
+            break;
+          case 5:
+            (void)s->counts();
+            tally.note("counts", 0, "");
+            break;
+          case 6:
+            tally.note("setInfo", s->setInfo(set));
+            break;
+          default:
+            (void)s->state();
+            tally.note("state", 0, "");
+            break;
         }
       }
     });
@@ -674,8 +737,12 @@ TEST(Concurrency, RealClockLoadUnloadAndDestroyAgainstTheTimer) {
         const std::string name = "r" + std::to_string(rng() % 3);
         std::shared_ptr<Session> s = e.engine().find(name);
         switch (rng() % 6) {
-          case 0: tally.note("create", e.engine().createSession(Caller::root(), name)); break;
-          case 1: tally.note("destroy", e.engine().destroySession(name)); break;
+          case 0:
+            tally.note("create", e.engine().createSession(Caller::root(), name));
+            break;
+          case 1:
+            tally.note("destroy", e.engine().destroySession(name));
+            break;
           case 2:
             if (s) {
               // One or two sets switching on time, lone sets included.

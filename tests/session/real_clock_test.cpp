@@ -9,8 +9,8 @@
 // bounds rest on are taken with the worker blocked.
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -129,10 +129,10 @@ SimConfig realConfig(unsigned width = 48, bool interrupts = true) {
 
 SwitchSpec timeSwitch(std::uint64_t ns) { return SwitchSpec{true, ns, false}; }
 
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    auto&& ok_ = (expr);                                                       \
-    ASSERT_TRUE(ok_.ok()) << #expr << ": " << ok_.error().reason;             \
+#define ASSERT_OK(expr)                                           \
+  do {                                                            \
+    auto&& ok_ = (expr);                                          \
+    ASSERT_TRUE(ok_.ok()) << #expr << ": " << ok_.error().reason; \
   } while (0)
 
 // counts() as a map (set, pmd) -> line.
@@ -181,8 +181,8 @@ void checkTwoSets(session::Session& s, std::uint64_t t) {
     EXPECT_EQ(l->enabled_ns, total) << "pmd" << l->pmd << " of set " << l->set;
     if (l->running_ns != 0) {
       ASSERT_TRUE(l->scaled.has_value());
-      EXPECT_EQ(*l->scaled, static_cast<std::uint64_t>(static_cast<unsigned __int128>(l->value) * l->enabled_ns /
-                                                       l->running_ns));
+      EXPECT_EQ(*l->scaled,
+                static_cast<std::uint64_t>(static_cast<unsigned __int128>(l->value) * l->enabled_ns / l->running_ns));
     }
   }
   // Integral rates make every activation's count exact.
@@ -271,7 +271,7 @@ TEST(RealClock, RoundedTimeoutIsWhatSwitches) {
 
 TEST(RealClock, SleepingThreadDoesNotSwitch) {
   SimEngine e(realConfig());
-  Worker w;  // blocked: its CPU time does not move
+  Worker w;                          // blocked: its CPU time does not move
   ASSERT_TRUE(waitOffCpu(w.tid()));  // from before the load on
   auto s = e.newSession();
   ASSERT_TRUE(s);

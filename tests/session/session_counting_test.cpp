@@ -40,8 +40,8 @@ using pfmfs::testing::kInstructions;
 using pfmfs::testing::kRefCycles;
 using pfmfs::testing::kUsr;
 using pfmfs::testing::SimConfig;
-using pfmfs::testing::SimEngine;
 using pfmfs::testing::simConfig;
+using pfmfs::testing::SimEngine;
 
 using u64 = std::uint64_t;
 
@@ -158,13 +158,13 @@ TEST_P(WidthTest, CountsExactlyAcrossHardwareWraps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Widths, WidthTest,
-                         ::testing::Values(WidthCase{16, true, 10'000'000},               // ~458 wraps of pmd0
-                                           WidthCase{16, false, 10'000'000},              // sampled, not interrupted
-                                           WidthCase{32, true, 20'000'000'000},           // ~14 wraps
+                         ::testing::Values(WidthCase{16, true, 10'000'000},      // ~458 wraps of pmd0
+                                           WidthCase{16, false, 10'000'000},     // sampled, not interrupted
+                                           WidthCase{32, true, 20'000'000'000},  // ~14 wraps
                                            WidthCase{32, false, 20'000'000'000},
-                                           WidthCase{48, true, 1'000'000'000'000'000},    // ~10 wraps
+                                           WidthCase{48, true, 1'000'000'000'000'000},  // ~10 wraps
                                            WidthCase{48, false, 1'000'000'000'000'000},
-                                           WidthCase{64, true, 1'000'000'000'000'000},    // no wrap
+                                           WidthCase{64, true, 1'000'000'000'000'000},  // no wrap
                                            WidthCase{64, false, 1'000'000'000'000'000}),
                          [](const auto& param_info) {
                            return "W" + std::to_string(param_info.param.width) +
@@ -266,7 +266,7 @@ TEST(SessionCounting, StartStopAcrossAdvancesWithSwitching) {
   EXPECT_EQ(r.info(1).timeout_ns, 70u);
   r.stop();
   r.advance(500);
-  r.start();  // set1, fresh timeout
+  r.start();       // set1, fresh timeout
   r.advance(100);  // ends exactly on the switch back to set0
   EXPECT_EQ(r.state().set, 0u);
   r.stop();
@@ -831,7 +831,7 @@ TEST(SessionSwitchCost, DifferentControlCostsTwoWrites) {
   r.start();
   r.advance(50);
   EXPECT_EQ(c.writesDuring(1000), 10 * (2 + kStopStart));
-  EXPECT_EQ(r.read(0, 0), 1650u);               // 550 ns of set0
+  EXPECT_EQ(r.read(0, 0), 1650u);                  // 550 ns of set0
   EXPECT_EQ(r.read(1, 0), 1'000'000'000u + 1000);  // 500 ns of set1
 }
 
@@ -882,10 +882,10 @@ TEST(SessionSwitchCost, ExtraCounterCostsItsControlOnly) {
   r.load();
   r.start();
   r.advance(50);
-  EXPECT_EQ(c.writesDuring(200), 5 + 2 * kStopStart);  // 0->1: pmc1, pmd0, pmd1; 1->0: pmc1, pmd0
+  EXPECT_EQ(c.writesDuring(200), 5 + 2 * kStopStart);      // 0->1: pmc1, pmd0, pmd1; 1->0: pmc1, pmd0
   EXPECT_EQ(c.writesDuring(1000), 10 * (2 + kStopStart));  // 10 more switches, 2 writes each
-  EXPECT_EQ(r.read(1, 1), 1200u);        // 600 ns of set1
-  EXPECT_EQ(r.read(0, 0), 1950u);        // 650 ns of set0
+  EXPECT_EQ(r.read(1, 1), 1200u);                          // 600 ns of set1
+  EXPECT_EQ(r.read(0, 0), 1950u);                          // 650 ns of set0
 }
 
 // Sets on disjoint counters under one FIXED_CTR_CTRL: set 0 counts on pmd16,
@@ -899,10 +899,10 @@ TEST(SessionSwitchCost, DisjointFixedCountersCostOnlyTheControl) {
   r.load();
   r.start();
   r.advance(50);
-  EXPECT_EQ(c.writesDuring(200), 3 + 2 * kStopStart);  // 0->1: pmc16, pmd17 (first time); 1->0: pmc16
+  EXPECT_EQ(c.writesDuring(200), 3 + 2 * kStopStart);      // 0->1: pmc16, pmd17 (first time); 1->0: pmc16
   EXPECT_EQ(c.writesDuring(1000), 10 * (1 + kStopStart));  // then one write per switch
-  EXPECT_EQ(r.read(0, kFixedInstr), 1300u);  // 650 ns of set 0
-  EXPECT_EQ(r.read(1, kFixedCycles), 1800u);  // 600 ns of set 1
+  EXPECT_EQ(r.read(0, kFixedInstr), 1300u);                // 650 ns of set 0
+  EXPECT_EQ(r.read(1, kFixedCycles), 1800u);               // 600 ns of set 1
 }
 
 // ---- no-interrupt sampling mode ------------------------------------------------------
@@ -946,8 +946,9 @@ TEST(SessionCounting, NoInterruptSamplingMatchesInterruptsAtWidth16) {
   for (std::size_t i = 0; i < along_irq.size(); ++i) EXPECT_EQ(along_irq[i], along_smpl[i]) << "step " << i;
 
   const u64 E = 10'000'000, R0 = 6'000'000, R1 = 4'000'000;
-  auto sc = [&](u64 v, u64 running) { return std::optional<u64>(static_cast<u64>(
-                                          static_cast<unsigned __int128>(v) * E / running)); };
+  auto sc = [&](u64 v, u64 running) {
+    return std::optional<u64>(static_cast<u64>(static_cast<unsigned __int128>(v) * E / running));
+  };
   // Phase B within set1's runs (1,1.7] (2.7,3.4] (4.4,5.1] (6.1,6.8] (7.8,8.5]
   // (9.5,10] ms: 0.7 + 0.4 + 0.1 + 0 + 0.2 + 0.5 = 1.9 ms at 4/ns.
   const u64 phase_b = 7'600'000;

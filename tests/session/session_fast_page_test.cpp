@@ -35,9 +35,9 @@ using pfmfs::session::SwitchSpec;
 using pfmfs::testing::gettidNow;
 using pfmfs::testing::kCycles;
 using pfmfs::testing::kInstructions;
+using pfmfs::testing::neg;
 using pfmfs::testing::SimConfig;
 using pfmfs::testing::SimEngine;
-using pfmfs::testing::neg;
 
 using u64 = std::uint64_t;
 
@@ -49,8 +49,7 @@ struct Read {
 using Reads = std::map<unsigned, Read>;
 
 std::ostream& operator<<(std::ostream& os, const Reads& r) {
-  for (const auto& [i, v] : r)
-    os << " pmd" << i << "=" << v.value << "/" << v.last_reset << "/" << v.switch_left;
+  for (const auto& [i, v] : r) os << " pmd" << i << "=" << v.value << "/" << v.last_reset << "/" << v.switch_left;
   return os;
 }
 

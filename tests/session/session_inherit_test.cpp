@@ -7,8 +7,8 @@
 // heard of it: the tests wait for `followed` to say so before advancing.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -338,7 +338,7 @@ TEST_F(Inherit, ThreadsStartAtTheWrittenValue) {
   EXPECT_EQ(i.merged, 2u);
   EXPECT_TRUE(i.exited);
   CountLine c = line(0, 0);
-  EXPECT_EQ(c.value, 3100u);            // its own, from the written 100
+  EXPECT_EQ(c.value, 3100u);           // its own, from the written 100
   EXPECT_EQ(*c.children, 2u * 3000u);  // events, whatever they started at
   ::close(go[1]);
   ::close(rep[0]);

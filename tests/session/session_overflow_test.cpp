@@ -46,11 +46,11 @@ using pfmfs::testing::kBranches;
 using pfmfs::testing::kCycles;
 using pfmfs::testing::kInstructions;
 using pfmfs::testing::kUsr;
-using pfmfs::testing::SimConfig;
-using pfmfs::testing::SimEngine;
 using pfmfs::testing::neg;
 using pfmfs::testing::pmdWrite;
+using pfmfs::testing::SimConfig;
 using pfmfs::testing::simConfig;
+using pfmfs::testing::SimEngine;
 
 using u64 = std::uint64_t;
 
@@ -62,8 +62,8 @@ constexpr RegMask kPmd17 = RegMask{1} << 17;
 
 class Rig : public pfmfs::testing::SessionRig {
  public:
-  using SessionRig::SessionRig;
   using SessionRig::pmd;
+  using SessionRig::SessionRig;
 
   // A sampling counter: value neg(first), resets neg(short)/neg(long).
   void period(unsigned set, unsigned index, u64 first, std::optional<u64> short_p, std::optional<u64> long_p,
@@ -605,7 +605,7 @@ TEST(SessionOverflow, SilentOverflowOnTheInstantOfATimeSwitch) {
   r.period(0, 0, 300, 300, std::nullopt, false);
   r.pmc(1, 0, kInstructions);
   r.loadAndStart();
-  r.advance(1000);  // set 0 runs (0,100] (200,300] ... (800,900]
+  r.advance(1000);               // set 0 runs (0,100] (200,300] ... (800,900]
   EXPECT_EQ(r.state().set, 0u);  // switched back at 1000
   EXPECT_EQ(r.info(0).runs, 6u);
   EXPECT_EQ(r.info(1).runs, 5u);
@@ -922,8 +922,8 @@ namespace {
 // period plus restart resumes it.
 TEST(OverflowStorm, MasksTheSessionAndKeepsCountsExact) {
   SimConfig c;
-  c.engine.overflow_burst = 5;          // five overflows up front,
-  c.engine.overflow_refill_ns = 1000;   // then one per microsecond of target time
+  c.engine.overflow_burst = 5;         // five overflows up front,
+  c.engine.overflow_refill_ns = 1000;  // then one per microsecond of target time
   Rig r(c);
   r.pmc(0, 0, kCycles);
   r.period(0, 0, 30, 30, std::nullopt, false);  // 3/ns: an overflow every 10 ns

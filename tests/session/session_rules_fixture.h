@@ -7,8 +7,8 @@
 #pragma once
 
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -308,10 +308,10 @@ class SessionRules : public ::testing::Test {
 
 // Asserts that `op` fails with `code`, leaves a reason in error() and changes
 // nothing observable.
-#define EXPECT_FAILS_CLEANLY(op, errnum)                                       \
-  do {                                                                       \
-    std::string before_ = snap();                                            \
-    EXPECT_EQ((op).code(), -(errnum)) << #op;                                \
-    EXPECT_FALSE(s().error().empty()) << #op << " left no reason";           \
-    EXPECT_EQ(snap(), before_) << #op << " changed the session";             \
+#define EXPECT_FAILS_CLEANLY(op, errnum)                           \
+  do {                                                             \
+    std::string before_ = snap();                                  \
+    EXPECT_EQ((op).code(), -(errnum)) << #op;                      \
+    EXPECT_FALSE(s().error().empty()) << #op << " left no reason"; \
+    EXPECT_EQ(snap(), before_) << #op << " changed the session";   \
   } while (0)

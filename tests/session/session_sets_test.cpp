@@ -171,8 +171,23 @@ TEST_F(SessionRules, SetInfoAvailableRegisters) {
 
 TEST_F(SessionRules, BadSessionNamesAreEinval) {
   const std::string bad[] = {
-      "", ".", "..", "a/b", "/", std::string(65, 'a'), "a b", " ", "a\tb", "a\nb", "caf\xc3\xa9", "\xe2\x82\xac",
-      std::string("a\0b", 3), "a:b", "a*", "a+b", "~",
+      "",
+      ".",
+      "..",
+      "a/b",
+      "/",
+      std::string(65, 'a'),
+      "a b",
+      " ",
+      "a\tb",
+      "a\nb",
+      "caf\xc3\xa9",
+      "\xe2\x82\xac",
+      std::string("a\0b", 3),
+      "a:b",
+      "a*",
+      "a+b",
+      "~",
   };
   for (const auto& name : bad) {
     SCOPED_TRACE(name);
@@ -310,7 +325,11 @@ int code(const pfmfs::Result<T>& r) {
   return r.code();
 }
 
-#define OP(expr) [](Session & x, SimEngine & sim) -> int { (void)sim; return code(expr); }
+#define OP(expr)                          \
+  [](Session& x, SimEngine& sim) -> int { \
+    (void)sim;                            \
+    return code(expr);                    \
+  }
 
 const FailCase kFailCases[] = {
     {"LoadBogusTid", FailCase::Unloaded, OP(x.load(kRoot, 0x3fffffff)), ESRCH},

@@ -18,9 +18,7 @@ bool isFree(Mask used, unsigned c) { return c < kCounters && !(used & (Mask{1} <
 // counter outside `used`?
 class Matcher {
  public:
-  Matcher(const std::vector<std::vector<unsigned>>& cand, Mask used) : cand_(cand), used_(used) {
-    owner_.fill(-1);
-  }
+  Matcher(const std::vector<std::vector<unsigned>>& cand, Mask used) : cand_(cand), used_(used) { owner_.fill(-1); }
 
   bool matchAll(const std::vector<std::size_t>& events) {
     for (std::size_t e : events) {

@@ -114,9 +114,10 @@ PFMLIB_EXPORT int pfm_dispatch_events(pfmlib_input_param_t* inp, void* model_in,
     }
     unsigned plm = ev.plm ? ev.plm : inp->pfp_dfl_plm;
     if (plm == 0 || (plm & ~kPrivMask) || !(plm & (PFM_PLM0 | PFM_PLM3))) {
-      verbosef("pfm_dispatch_events: event %u (%s): privilege mask 0x%x counts at no level (use PFM_PLM3 "
-               "and/or PFM_PLM0)",
-               i, m->events[ev.event].name.c_str(), plm);
+      verbosef(
+          "pfm_dispatch_events: event %u (%s): privilege mask 0x%x counts at no level (use PFM_PLM3 "
+          "and/or PFM_PLM0)",
+          i, m->events[ev.event].name.c_str(), plm);
       return PFMLIB_ERR_INVAL;
     }
     if (ev.num_masks != 0) {

@@ -214,8 +214,7 @@ PFMLIB_EXPORT int pfm_get_event_code_counter(unsigned int idx, unsigned int cnt,
   const PmuModel* m = currentModel();
   if (!m) return PFMLIB_ERR_NOINIT;
   if (idx >= m->events.size() || !code) return PFMLIB_ERR_INVAL;
-  if (cnt != kAnyCounter && (cnt >= kMaxReg || !(m->events[idx].pmds & (RegMask{1} << cnt))))
-    return PFMLIB_ERR_INVAL;
+  if (cnt != kAnyCounter && (cnt >= kMaxReg || !(m->events[idx].pmds & (RegMask{1} << cnt)))) return PFMLIB_ERR_INVAL;
   *code = static_cast<int>(m->events[idx].code);
   return PFMLIB_SUCCESS;
 }

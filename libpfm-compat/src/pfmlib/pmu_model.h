@@ -15,11 +15,11 @@ using RegMask = std::uint64_t;
 inline constexpr unsigned kMaxReg = 64;
 
 struct EventInfo {
-  std::string name;        // as pmu/events prints it (upper case)
-  std::uint64_t code = 0;  // event select | umask << 8, in PERFEVTSEL layout
-  RegMask pmcs = 0;        // PMCs that can select it
-  RegMask pmds = 0;        // counters (PMDs) that can count it
-  std::string desc;        // one line for people
+  std::string name;                  // as pmu/events prints it (upper case)
+  std::uint64_t code = 0;            // event select | umask << 8, in PERFEVTSEL layout
+  RegMask pmcs = 0;                  // PMCs that can select it
+  RegMask pmds = 0;                  // counters (PMDs) that can count it
+  std::string desc;                  // one line for people
   std::vector<std::string> aliases;  // other names it answers to (pmu/events aliases=)
 };
 
@@ -43,11 +43,11 @@ struct PmdInfo {
 };
 
 struct PmuModel {
-  std::string backend;     // sim | perf | x86
-  std::string model;       // e.g. intel-arch-v2, perf-sw
-  RegMask impl_pmcs = 0;   // pmcs= of pmu/info
-  RegMask impl_pmds = 0;   // pmds= of pmu/info
-  unsigned width = 0;      // width= of pmu/info
+  std::string backend;            // sim | perf | x86
+  std::string model;              // e.g. intel-arch-v2, perf-sw
+  RegMask impl_pmcs = 0;          // pmcs= of pmu/info
+  RegMask impl_pmds = 0;          // pmds= of pmu/info
+  unsigned width = 0;             // width= of pmu/info
   std::vector<EventInfo> events;  // in pmu/events order: the event index
   std::vector<PmcInfo> pmcs;      // increasing index
   std::vector<PmdInfo> pmds;      // increasing index

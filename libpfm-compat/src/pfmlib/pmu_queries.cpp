@@ -95,9 +95,7 @@ PFMLIB_EXPORT int pfm_get_num_pmds(unsigned int* num) {
 }
 
 // General and fixed counters together (sim: 4 + 3 = 7).
-PFMLIB_EXPORT int pfm_get_num_counters(unsigned int* num) {
-  return pfm_get_num_pmds(num);
-}
+PFMLIB_EXPORT int pfm_get_num_counters(unsigned int* num) { return pfm_get_num_pmds(num); }
 
 // width= of pmu/info: the widest counter, in bits.
 PFMLIB_EXPORT int pfm_get_hw_counter_width(unsigned int* width) {

@@ -247,8 +247,7 @@ static int command(struct worker *w, const char *line) {
     pid_t tid = helperStart(&w->helper, w->arena);
     w->helper_running = 1;
     reply("ok tid=%d\n", (int)tid);
-  } else if ((strcmp(name, "tt") == 0 || strcmp(name, "tx") == 0) && n == 2 && a >= 0 &&
-             w->helper_running) {
+  } else if ((strcmp(name, "tt") == 0 || strcmp(name, "tx") == 0) && n == 2 && a >= 0 && w->helper_running) {
     int exit_after = name[1] == 'x';
     struct answer ans = helperOrder(&w->helper, a, exit_after);
     if (exit_after) {
@@ -290,8 +289,7 @@ static void warmUp(struct worker *w) {
   struct arena *real = w->arena;
   w->arena = &scratch;
   quiet = 1;
-  static const char *const lines[] = {"c", "t 1", "s 1 1", "b 0", "thread", "tt 1", "tx 1",
-                                      "thread", "tt 1", "tx 1"};
+  static const char *const lines[] = {"c", "t 1", "s 1 1", "b 0", "thread", "tt 1", "tx 1", "thread", "tt 1", "tx 1"};
   for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
     if (command(w, lines[i]) != 0) die("warm-up");
   }
