@@ -13,6 +13,7 @@ packages=(
   passwd util-linux procps
   linux-perf
   clang libclang-rt-14-dev
+  clang-format git  # tests/style/check_format.py: .clang-format's layout on every tracked source
   ccache  # scripts/run-tests.sh's four builds: a second run on the same machine rebuilds little
   # Building, checking and installing the Debian packages of debian/
   # (tests/packaging): dpkg-buildpackage, dh and its DKMS add-on, lintian.
