@@ -43,7 +43,8 @@ Session::Session(Engine& engine, std::string name, uid_t uid, gid_t gid)
       gid_(gid),
       interrupts_(engine.backend().interruptsOnOverflow()),
       aggregate_(engine.backend().inheritance() == pmu::Inheritance::Aggregate),
-      messages_(engine.options().max_messages) {
+      messages_(engine.options().max_messages),
+      overflow_budget_(engine.options().overflow_burst, engine.options().overflow_refill_ns) {
   sets_.emplace(std::piecewise_construct, std::forward_as_tuple(0), std::forward_as_tuple(0, desc_));
 }
 
@@ -187,8 +188,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   ++control_gen_;
   tree_now_ = 0;
   target_last_time_ = pmu_->timeNs();
-  ovfl_tokens_ = engine_.options().overflow_burst;
-  ovfl_tokens_at_ = 0;
+  overflow_budget_.fill();
   active_set_ = first;
   set_chosen_ = set_chosen_ || set.has_value();
   return {};

@@ -26,6 +26,7 @@
 #include "session/caller.h"
 #include "session/event_set.h"
 #include "session/message_queue.h"
+#include "session/overflow_budget.h"
 #include "session/register_rules.h"
 
 namespace pfmfs::fastpath {
@@ -257,8 +258,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void accountTo(std::uint64_t t);
   void drainOverflows();
   void drainOverflows(Counters c);
-  bool takeOverflowToken();  // false: the session has used up its overflow budget
-  void mask();               // stop counting until restart
+  void mask();  // stop counting until restart
   void handleHwOverflow(Counters c, const pmu::HwOverflow& o);
   void handleUserOverflow(Counters c, pmu::RegMask pmds, const pmu::HwOverflow& o);
   void sampleActive();  // no-interrupt backends: catch wraps
@@ -331,13 +331,12 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::vector<std::uint64_t> hw_;
   std::vector<std::uint64_t> pmc_image_;
   std::vector<std::uint64_t> values_;
-  std::uint64_t counted_to_ = 0;      // target time accounted so far while counting
-  std::uint64_t set_elapsed_ = 0;     // counting time of the active set in this activation
-  std::uint64_t last_sample_ = 0;     // no-interrupt backends
-  bool held_ = false;                 // notify_block: target held until restart
-  std::uint64_t ovfl_tokens_ = 0;     // overflow interrupts left in the budget
-  std::uint64_t ovfl_tokens_at_ = 0;  // target time of the last refill
-  std::uint16_t pending_set_ = 0;     // masked: the set whose PMDs restart resets
+  std::uint64_t counted_to_ = 0;    // target time accounted so far while counting
+  std::uint64_t set_elapsed_ = 0;   // counting time of the active set in this activation
+  std::uint64_t last_sample_ = 0;   // no-interrupt backends
+  bool held_ = false;               // notify_block: target held until restart
+  OverflowBudget overflow_budget_;  // overflow interrupts left, refilled on counted time
+  std::uint16_t pending_set_ = 0;   // masked: the set whose PMDs restart resets
   pmu::RegMask pending_resets_ = 0;
   bool stopped_while_masked_ = false;  // masked, then stop: restart leaves the session loaded
   bool late_restart_ok_ = false;       // unloaded while masked: one restart is a late acknowledgement

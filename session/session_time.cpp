@@ -181,18 +181,6 @@ void Session::drainOverflows(Counters c) {
   }
 }
 
-bool Session::takeOverflowToken() {
-  const EngineOptions& opt = engine_.options();
-  if (opt.overflow_refill_ns && counted_to_ > ovfl_tokens_at_) {
-    std::uint64_t earned = (counted_to_ - ovfl_tokens_at_) / opt.overflow_refill_ns;
-    ovfl_tokens_ = std::min(opt.overflow_burst, saturatingAdd(ovfl_tokens_, earned));
-    ovfl_tokens_at_ += earned * opt.overflow_refill_ns;
-  }
-  if (ovfl_tokens_ == 0) return false;
-  --ovfl_tokens_;
-  return true;
-}
-
 void Session::mask() {
   disableAll();
   foldAll();
@@ -230,7 +218,7 @@ void Session::handleHwOverflow(Counters c, const pmu::HwOverflow& o) {
     resetPmds(c, s, user, false);
     return;
   }
-  if (!takeOverflowToken()) {
+  if (!overflow_budget_.take(counted_to_)) {
     // The carries above keep the counts right; only the overflow processing
     // (messages, resets, switches) stops until restart.
     pending_resets_ = 0;
@@ -238,7 +226,7 @@ void Session::handleHwOverflow(Counters c, const pmu::HwOverflow& o) {
     error_ = fmt::format(
         "overflow storm: over {} overflows at more than one per {} ns of target time; "
         "monitoring is masked: lengthen the sampling periods, then restart",
-        engine_.options().overflow_burst, engine_.options().overflow_refill_ns);
+        overflow_budget_.burst(), overflow_budget_.refillNs());
     return;
   }
   handleUserOverflow(c, user, o);
