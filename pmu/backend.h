@@ -212,8 +212,10 @@ class TargetPmu {
   // PMD at its initial value (SetImage::pmd_bits), counting or not. The
   // engine calls it whenever either changes. A backend that honours it
   // makes the child's first loadSet and enable of that same image keep the
-  // counts the child already has.
-  virtual void setChildImage(const SetImage& /*image*/, bool /*counting*/) {}
+  // counts the child already has. A failure leaves children created from now
+  // on with the image given before; the engine reports it and gives the
+  // image again at the end of its next operation.
+  virtual Status setChildImage(const SetImage& /*image*/, bool /*counting*/) { return {}; }
 
   // Inheritance::Aggregate, on the target's PMU: put every set on the PMU once
   // (counting disabled) so that children created from now on carry all of

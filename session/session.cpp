@@ -60,8 +60,17 @@ Status Session::fail(Error e) {
   return Status(std::move(e));
 }
 
+// The end of an operation (Op::publish).
+Status Session::publish(Status result) {
+  Status children = publishChildImage();
+  publishFastPage();
+  if (!result || children) return result;
+  return fail(err(-children.code(), "children created from now on start with the control before this change: {}",
+                  children.error().reason));
+}
+
 Status Session::refuse(Error e) {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   return fail(std::move(e));
 }
 
@@ -93,7 +102,7 @@ std::uint64_t Session::effectiveTimeout(const SwitchSpec& s) const {
 // ---- mode, flags -----------------------------------------------------------
 
 Mode Session::mode() const {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   return mode_;
 }
 
@@ -105,11 +114,11 @@ Status Session::setMode(Mode m) {
   if (m == Mode::System && flags_.inherit)
     return fail(err(EINVAL, "system-wide sessions cannot use inherit: it follows a thread's children"));
   mode_ = m;
-  return {};
+  return op.publish();
 }
 
 Flags Session::flags() const {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   return flags_;
 }
 
@@ -125,7 +134,7 @@ Status Session::setFlags(const Flags& f) {
   if (f.inherit && engine_.backend().inheritance() == pmu::Inheritance::None)
     return fail(err(EOPNOTSUPP, "inherit: the {} backend cannot follow a thread's children", engine_.backend().name()));
   flags_ = f;
-  return {};
+  return op.publish();
 }
 
 // ---- load, unload ------------------------------------------------------------
@@ -191,13 +200,13 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   overflow_budget_.fill();
   active_set_ = first;
   set_chosen_ = set_chosen_ || set.has_value();
-  return {};
+  return op.publish();
 }
 
 Status Session::unload() {
   Op op(*this);
   if (loaded()) unloadLocked(false);
-  return {};
+  return op.publish();
 }
 
 Status Session::retire() {
@@ -205,7 +214,7 @@ Status Session::retire() {
   retired_ = true;
   if (loaded()) unloadLocked(false);
   releaseState();
-  return {};
+  return op.publish();
 }
 
 // After retire() nothing reads the state again, but the session lives on as
@@ -262,10 +271,11 @@ void Session::targetGone() {
   // Children it created just before it exited are followed still.
   drainChildEvents();
   if (loaded()) targetExitedLocked();
+  op.publishUnreported();
 }
 
 std::optional<pmu::Target> Session::loadedTarget() const {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   if (!loaded()) return std::nullopt;
   return target_;
 }
@@ -282,7 +292,7 @@ Status Session::start(std::optional<unsigned> set) {
     catchUp();
     if (s && counting() && s->id() != active_set_) takeOverflowInSkid();
     if (s && counting() && s->id() != active_set_) switchTo(*s);
-    return {};
+    return op.publish();
   }
   if (s) active_set_ = s->id();
   set_chosen_ = true;
@@ -294,7 +304,7 @@ Status Session::start(std::optional<unsigned> set) {
     --a.runs;
     return fail(st.error());
   }
-  return {};
+  return op.publish();
 }
 
 Status Session::startCounting() {
@@ -358,7 +368,7 @@ Status Session::stop() {
   Op op(*this);
   if (!loaded()) return fail(err(EINVAL, "not loaded"));
   if (state_ != State::Loaded) stopCounting();
-  return {};
+  return op.publish();
 }
 
 Status Session::restart() {
@@ -370,7 +380,7 @@ Status Session::restart() {
     // once, and does nothing.
     if (state_ == State::Unloaded && late_restart_ok_) {
       late_restart_ok_ = false;
-      return {};
+      return op.publish();
     }
     return fail(err(EBUSY, "nothing to restart: no overflow notification is pending"));
   }
@@ -389,11 +399,12 @@ Status Session::restart() {
   if (stopped_while_masked_) {
     stopped_while_masked_ = false;
     state_ = State::Loaded;
-    return {};
+    return op.publish();
   }
-  // The set's activation goes on: no new run.
-  if (Status st = startCounting(); !st) return fail(st.error());
-  return {};
+  // The set's activation goes on: no new run. Counting that cannot start
+  // again leaves the session loaded and stopped, its resets applied.
+  Status st = startCounting();
+  return op.publish(st ? st : fail(st.error()));
 }
 
 // ---- engine hooks ---------------------------------------------------------------------
@@ -403,18 +414,21 @@ void Session::advanceBy(std::uint64_t ns) {
   if (!loaded()) return;
   // Children created before this advance move with it: their news first.
   drainChildEvents();
-  if (!loaded() || anyHeld()) return;  // a held thread's time stands still
-  catchUpTo(saturatingAdd(pmu_->timeNs(), ns));
+  if (loaded() && !anyHeld())  // a held thread's time stands still
+    catchUpTo(saturatingAdd(pmu_->timeNs(), ns));
+  op.publishUnreported();
 }
 
 void Session::tick() {
   Op op(*this);
   if (counting()) catchUp();
+  op.publishUnreported();
 }
 
 void Session::attention() {
   Op op(*this);
   catchUp();
+  op.publishUnreported();
 }
 
 }  // namespace pfmfs::session

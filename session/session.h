@@ -293,9 +293,11 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void targetExitedLocked();
   Status prepareSets();
   void dropFollowers();
-  void publishChildImage();
+  Status publishChildImage();
   // The fast path (session_fast_page.cpp).
   void publishFastPage();
+  // The end of an operation (Op::publish): the child image, then the fast page.
+  Status publish(Status result);
   bool fillFastPage(fastpath::Page& p);
 
   Engine& engine_;

@@ -176,13 +176,14 @@ Status Session::prepareSets() {
 // Children that a backend starts at their creation (setChildImage) get the
 // control of the moment: the active set, each PMD at its initial value, and
 // whether the session counts. Told only when it changed.
-void Session::publishChildImage() {
+Status Session::publishChildImage() {
   if (!loaded() || !flags_.inherit || aggregate_ || mode_ != Mode::Thread) {
     child_image_.reset();
-    return;
+    return {};
   }
   // Built in a scratch image that keeps its capacity: this runs at the end
-  // of every operation, reads included, and allocates nothing once warm.
+  // of every operation that changes the session or brings it to the present
+  // (reads of counts too), and allocates nothing once warm.
   EventSet& s = activeSet();
   ChildImage& img = child_image_scratch_;
   img.set = s.id();
@@ -193,13 +194,17 @@ void Session::publishChildImage() {
     img.pmd_bits[slot] = s.pmd(slot).initial & desc_.pmds[slot].widthMask();
   img.pmds = s.usedPmds();
   img.counting = counting();
-  if (child_image_ == img) return;
+  if (child_image_ == img) return {};
   if (child_image_)
     std::swap(*child_image_, img);
   else
     child_image_ = img;
-  pmu_->setChildImage(pmu::SetImage{child_image_->set, child_image_->pmcs, child_image_->pmds, child_image_->pmd_bits},
-                      child_image_->counting);
+  Status st = pmu_->setChildImage(
+      pmu::SetImage{child_image_->set, child_image_->pmcs, child_image_->pmds, child_image_->pmd_bits},
+      child_image_->counting);
+  // Not told: the next operation tells it again.
+  if (!st) child_image_.reset();
+  return st;
 }
 
 // Unload with children still followed: they are let go, their counts

@@ -1,5 +1,6 @@
 // The fast path's page of a session (fastpath/fast_page.h): at the end of
-// every operation the session publishes what a reader outside the daemon
+// every operation that changes it or brings it to the present (Op::publish)
+// the session publishes what a reader outside the daemon
 // needs to answer pfm_read_pmds of the active set exactly as readPmd would,
 // or that it cannot: then the reader asks the mount.
 //
@@ -58,11 +59,12 @@ void Session::setFastPage(fastpath::Page* page) {
     fast_next_.reset();
     fast_shown_.reset();
   }
-  // ~Op publishes the new page's first content.
+  // The new page's first content.
+  op.publishUnreported();
 }
 
 Result<std::vector<pmu::Fd>> Session::fastGroupFds(std::uint64_t id) {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   std::optional<pmu::FastGroup> g;
   if (pmu_) g = pmu_->fastGroup();
   if (!g || g->id != id) return err(ESTALE, "perf group {} is not the loaded set's any more", id);

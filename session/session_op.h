@@ -1,5 +1,6 @@
-// Session::Op, the lock of one public operation of a Session. Internal to
-// session/: the files that implement Session share it.
+// Session::Op, the lock of one operation of a Session that changes it or
+// brings it to the present. Internal to session/: the files that implement
+// Session share it. Reads that do neither take the lock alone.
 #pragma once
 
 #include <mutex>
@@ -9,18 +10,15 @@
 
 namespace pfmfs::session {
 
-// Holds the session lock for one public operation. When the operation queued
-// messages, the observer hears of it after the lock is released, so that it
-// may call back into the session.
+// Holds the session lock for one operation. The operation ends in publish(),
+// written where it returns: what it changed goes out to those who see the
+// session without asking it. Its destructor releases the lock, and then,
+// when the operation queued messages, tells the observer (who may call back
+// into the session, which is why that comes after the lock).
 class Session::Op {
  public:
-  explicit Op(const Session& s) : s_(const_cast<Session&>(s)), lock_(s_.mutex_) {}
+  explicit Op(Session& s) : s_(s), lock_(s_.mutex_) {}
   ~Op() {
-    // Whatever the operation changed, children created from now on start
-    // with it (inherit on a backend that starts them before we hear of them).
-    s_.publishChildImage();
-    // And libpfm-compat's fast readers see what it left.
-    s_.publishFastPage();
     bool notify = s_.notify_pending_;
     s_.notify_pending_ = false;
     if (notify) s_.notifying_.fetch_add(1);  // under the lock: any later operation sees it
@@ -32,6 +30,18 @@ class Session::Op {
   }
   Op(const Op&) = delete;
   Op& operator=(const Op&) = delete;
+
+  // Children created from now on start with what the operation left (inherit
+  // on a backend that starts them before we hear of them), and libpfm-compat's
+  // fast readers see it. Returns `result`, the operation's own; when that is
+  // a success and the backend refused the children's image, the refusal, with
+  // its reason in error().
+  Status publish(Status result = {}) { return s_.publish(std::move(result)); }
+  // The same, for an operation with nobody to report a refusal to (an engine
+  // hook) or whose answer is right regardless (a read that brought the
+  // session to the present): the refusal stays in error() alone, and the
+  // image is given again at the end of the next operation.
+  void publishUnreported() { (void)s_.publish({}); }
 
  private:
   Session& s_;

@@ -57,15 +57,15 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
     if (st) st = programAll();
     if (!st) {
       haltCounting(st.error());
-      return Status(err(-st.code(), "{}", error_));
+      return op.publish(Status(err(-st.code(), "{}", error_)));
     }
     enableAll();
   }
-  return {};
+  return op.publish();
 }
 
 Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   EventSet* s = findSet(set);
   if (!s) return fail(err(EINVAL, "no set {}", set)).error();
   int slot = desc_.pmcSlot(index);
@@ -111,6 +111,7 @@ Result<PmdValue> Session::readPmd(unsigned set, unsigned index) {
   v.state = s.pmd(static_cast<std::size_t>(slot));
   v.value = values_[static_cast<std::size_t>(slot)];
   v.state.value = v.value;
+  op.publishUnreported();
   return v;
 }
 
@@ -127,6 +128,7 @@ Result<std::vector<RegWrite>> Session::regs(unsigned set) {
   liveValues(s, pmds);
   for (auto& w : out)
     if (auto* p = std::get_if<PmdWrite>(&w)) p->value = values_[static_cast<std::size_t>(desc_.pmdSlot(p->index))];
+  op.publishUnreported();
   return out;
 }
 
@@ -148,6 +150,7 @@ Result<std::vector<PmdLine>> Session::pmdStates(unsigned set) {
     l.state.value = values_[slot];
     out.push_back(l);
   }
+  op.publishUnreported();
   return out;
 }
 

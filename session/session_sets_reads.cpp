@@ -25,7 +25,7 @@ Status Session::createSet(unsigned id) {
     return fail(err(ENOSPC, "a session has at most {} sets", engine_.options().max_sets));
   auto sid = static_cast<std::uint16_t>(id);
   sets_.emplace(std::piecewise_construct, std::forward_as_tuple(sid), std::forward_as_tuple(sid, desc_));
-  return {};
+  return op.publish();
 }
 
 Status Session::deleteSet(unsigned id) {
@@ -35,11 +35,11 @@ Status Session::deleteSet(unsigned id) {
   if (sets_.size() == 1) return fail(err(EBUSY, "set {} is the last set: a session keeps at least one", id));
   sets_.erase(static_cast<std::uint16_t>(id));
   if (active_set_ == id) active_set_ = sets_.begin()->first;
-  return {};
+  return op.publish();
 }
 
 std::vector<std::uint16_t> Session::setIds() const {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   std::vector<std::uint16_t> ids;
   for (const auto& [id, s] : sets_) ids.push_back(id);
   return ids;
@@ -55,7 +55,7 @@ Status Session::setSwitch(unsigned set, const SwitchSpec& spec) {
   SwitchSpec clean = spec;
   if (!clean.on_time) clean.timeout_ns = 0;
   s->switch_spec = clean;
-  return {};
+  return op.publish();
 }
 
 Result<SetInfo> Session::setInfo(unsigned set) {
@@ -75,6 +75,7 @@ Result<SetInfo> Session::setInfo(unsigned set) {
   i.ovfl_pmds = s->ovfl_pmds;
   i.avail_pmcs = desc_.pmcMask();
   i.avail_pmds = desc_.pmdMask();
+  op.publishUnreported();
   return i;
 }
 
@@ -97,11 +98,12 @@ StateInfo Session::state() {
   i.followed = followers_.size() + aggregate_children_.size();
   i.merged = merged_;
   i.dropped = dropped_;
+  op.publishUnreported();
   return i;
 }
 
 std::string Session::error() const {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   return error_;
 }
 
@@ -141,26 +143,27 @@ std::vector<CountLine> Session::counts() {
       out.push_back(c);
     }
   }
+  op.publishUnreported();
   return out;
 }
 
 std::vector<Message> Session::takeMessages(std::size_t max) {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   return messages_.take(max);
 }
 
 std::vector<Message> Session::takeMessagesWhile(const std::function<bool(const Message&)>& accept) {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   return messages_.takeWhile(accept);
 }
 
 std::size_t Session::queuedMessages() const {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   return messages_.size();
 }
 
 bool Session::masked() const {
-  Op op(*this);
+  std::lock_guard lock(mutex_);
   return state_ == State::Masked;
 }
 

@@ -241,8 +241,8 @@ void X86Target::childExited(std::optional<std::uint64_t> final_time_ns) {
 
 // The template is the image a PMU that holds nothing gets from the driver,
 // enabled or not; the module gives it to every child created from now on.
-void X86Target::setChildImage(const SetImage& image, bool counting) {
-  if (!watch_->family) return;
+Status X86Target::setChildImage(const SetImage& image, bool counting) {
+  if (!watch_->family) return {};
   RecordedMsrs rec;
   intel::IntelArchDriver driver(desc_, rec);
   driver.loadImage(image.pmcs, image.pmds, image.pmd_bits);
@@ -251,11 +251,11 @@ void X86Target::setChildImage(const SetImage& image, bool counting) {
   if (Status st = device_.setTemplate(target_.id, rec.ops, tag); !st) {
     // Children then start with an older image: their first load is a whole one.
     published_.reset();
-    report(st);
-    return;
+    return st;
   }
   published_tag_ = tag;
   published_ = ImageCopy::of(image, counting);
+  return {};
 }
 
 X86Target::ImageCopy X86Target::ImageCopy::of(const SetImage& image, bool counting) {

@@ -75,7 +75,7 @@ class X86Target final : public TargetPmu {
   void takeChildEvents(std::vector<ChildEvent>& out) override;
   Result<std::unique_ptr<TargetPmu>> adoptChild(pid_t tid, std::weak_ptr<TargetListener> listener) override;
   void childExited(std::optional<std::uint64_t> final_time_ns) override;
-  void setChildImage(const SetImage& image, bool counting) override;
+  Status setChildImage(const SetImage& image, bool counting) override;
 
  private:
   // A set image as the engine gave it, kept to compare with a later one.
