@@ -847,8 +847,8 @@ class DaemonTest(MountTestCase):
             try:
                 with open(f'/proc/{keeper}/stat') as f:
                     return f.read().rsplit(')', 1)[1].split()[0] == 'Z'  # exited, not reaped yet
-            except FileNotFoundError:
-                return True
+            except (FileNotFoundError, ProcessLookupError):
+                return True  # reaped: before the open, or between the open and the read
         self.assertTrue(waitFor(gone), 'the keeper outlived the daemon')
 
     def test_every_thread_blocks_the_stopping_signals_but_one_takes_them(self):

@@ -196,6 +196,33 @@ static void check_share(const char *who, uint64_t count, const struct share *s, 
 	      (unsigned long long)(count / 3), (unsigned long long)inner, (unsigned long long)slack);
 }
 
+/* Whether `count` falls short of check_share's lower bound. */
+static int counted_short(uint64_t count, const struct share *s, uint64_t per_switch)
+{
+	return count / 3 + switch_slack(s, per_switch) < s->i1 - s->i0;
+}
+
+/*
+ * A window in which a spinner's count falls short of its CPU time (the lower
+ * bound of check_share) is measured again, WINDOWS windows at most, each
+ * retry logged. A host that deschedules the VM in the middle of a switch's
+ * probe for longer than the slack allows (53 ms over 55 switches was seen
+ * while the host compiled on both its cores, with the sleeper beside it
+ * losing nothing) does so now and then, not three windows in a row; a
+ * module that misses switch-ins falls short in every window. Counting more
+ * than the thread ran fails at once.
+ */
+#define WINDOWS 3
+
+static int measure_again(const char *test, int window, int is_short)
+{
+	if (!is_short || window >= WINDOWS)
+		return 0;
+	kt_log("%s: a count fell short of its thread's CPU time in window %d of %d: measuring again",
+	       test, window, WINDOWS);
+	return 1;
+}
+
 /* What each switch of a thread that runs almost only its switches cost
  * uncounted: its CPU time less its count, per switch; at least SWITCH_NS. */
 static uint64_t switch_cost(const struct share *s, uint64_t count)
@@ -263,9 +290,12 @@ void t_busy_sleep(void)
 	uint64_t cb, cost;
 	int fd = kt_open();
 
+	int window = 1;
+
 	kt_pin(0);
 	kt_thread_start(&busy, KT_SPIN, 1);
 	CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, busy.tid));
+again:
 	gauge_start(fd, &sleeper, 1);
 	window_open(fd, busy.tid, &sb);
 	kt_sleep_ms(1500);
@@ -281,6 +311,11 @@ void t_busy_sleep(void)
 	 * load; instead what it lost per switch, in this same window, is what
 	 * a thread beside it may lose per switch (never less than SWITCH_NS). */
 	cost = gauge_stop(fd, &sleeper, "sleeper");
+	check_upper("busy", cb, &sb);
+	if (measure_again("busy_sleep", window, counted_short(cb, &sb, cost))) {
+		window++;
+		goto again;
+	}
 	check_share("busy", cb, &sb, cost);
 	CHECK(cb > 3ULL * 500000000, "busy counted %llu: under half its 1.5 s",
 	      (unsigned long long)cb);
@@ -298,12 +333,13 @@ void t_two_cpus(void)
 	struct gauge g[2];
 	struct share s[2];
 	uint64_t n[2], cost[2];
-	int fd = kt_open(), i;
+	int fd = kt_open(), i, window = 1;
 
 	for (i = 0; i < 2; i++) {
 		kt_thread_start(&t[i], KT_SPIN, i);
 		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, t[i].tid));
 	}
+again:
 	for (i = 0; i < 2; i++)
 		gauge_start(fd, &g[i], i);
 	for (i = 0; i < 2; i++)
@@ -313,6 +349,13 @@ void t_two_cpus(void)
 		n[i] = window_close(fd, t[i].tid, &s[i]);
 	cost[0] = gauge_stop(fd, &g[0], "cpu 0 sleeper");
 	cost[1] = gauge_stop(fd, &g[1], "cpu 1 sleeper");
+	check_upper("cpu 0 spinner", n[0], &s[0]);
+	check_upper("cpu 1 spinner", n[1], &s[1]);
+	if (measure_again("two_cpus", window,
+			  counted_short(n[0], &s[0], cost[0]) || counted_short(n[1], &s[1], cost[1]))) {
+		window++;
+		goto again;
+	}
 	check_share("cpu 0 spinner", n[0], &s[0], cost[0]);
 	check_share("cpu 1 spinner", n[1], &s[1], cost[1]);
 	for (i = 0; i < 2; i++)
@@ -335,13 +378,14 @@ void t_shared_cpu(void)
 	struct gauge g;
 	struct share s[2];
 	uint64_t n[2], w0, w1, cost;
-	int fd = kt_open(), i;
+	int fd = kt_open(), i, window = 1;
 
 	kt_pin(0);
 	for (i = 0; i < 2; i++) {
 		kt_thread_start(&t[i], KT_SPIN, 1);
 		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_ATTACH, THREAD, t[i].tid));
 	}
+again:
 	gauge_start(fd, &g, 1);
 	w0 = kt_now();
 	for (i = 0; i < 2; i++)
@@ -351,6 +395,13 @@ void t_shared_cpu(void)
 		n[i] = window_close(fd, t[i].tid, &s[i]);
 	w1 = kt_now();
 	cost = gauge_stop(fd, &g, "sleeper on cpu 1");
+	check_upper("first spinner on cpu 1", n[0], &s[0]);
+	check_upper("second spinner on cpu 1", n[1], &s[1]);
+	if (measure_again("shared_cpu", window,
+			  counted_short(n[0], &s[0], cost) || counted_short(n[1], &s[1], cost))) {
+		window++;
+		goto again;
+	}
 	check_share("first spinner on cpu 1", n[0], &s[0], cost);
 	check_share("second spinner on cpu 1", n[1], &s[1], cost);
 	/* CFS gives each about half of the 1.5 s: a quarter at least. */
