@@ -139,7 +139,7 @@ std::string formatPmdStates(const std::vector<session::PmdLine>& pmds) {
   std::string out;
   for (const auto& p : pmds)
     out += fmt::format("pmd={} value={} long_reset={} short_reset={} last_reset={} switch_cnt={} switch_left={}\n",
-                       p.index, p.state.value, p.state.long_reset, p.state.short_reset, p.state.last_reset,
+                       p.index, p.value, p.state.long_reset, p.state.short_reset, p.state.last_reset,
                        p.state.switch_cnt, p.state.switch_left);
   return out;
 }

@@ -24,7 +24,7 @@ void EventSet::apply(const PmdWrite& w) {
   int slot = desc_.pmdSlot(w.index);
   assert(slot >= 0);
   PmdState& p = pmds_[static_cast<std::size_t>(slot)];
-  p.value = p.initial = w.value;
+  p.initial = w.value;
   p.children = 0;  // a written value starts the count afresh, children's part included
   p.written = true;
   if (w.long_reset) p.long_reset = *w.long_reset;
@@ -57,7 +57,7 @@ void EventSet::reloadSwitchCounters() {
   for (auto& p : pmds_) p.switch_left = p.switch_cnt;
 }
 
-std::vector<RegWrite> EventSet::nonDefaultRegisters() const {
+std::vector<RegWrite> EventSet::nonDefaultRegisters(std::span<const std::uint64_t> pmd_values) const {
   std::vector<RegWrite> out;
   for (std::size_t i = 0; i < pmcs_.size(); ++i) {
     const PmcState& c = pmcs_[i];
@@ -66,12 +66,13 @@ std::vector<RegWrite> EventSet::nonDefaultRegisters() const {
   }
   for (std::size_t i = 0; i < pmds_.size(); ++i) {
     const PmdState& p = pmds_[i];
-    bool plain = p.value == 0 && p.long_reset == 0 && p.short_reset == 0 && p.switch_cnt == 0 && p.reset_pmds == 0 &&
+    const std::uint64_t value = i < pmd_values.size() ? pmd_values[i] : 0;
+    bool plain = value == 0 && p.long_reset == 0 && p.short_reset == 0 && p.switch_cnt == 0 && p.reset_pmds == 0 &&
                  p.smpl_pmds == 0 && p.random_mask == 0 && p.eventid == 0 && !p.notify && !p.random;
     if (plain) continue;
     PmdWrite w;
     w.index = desc_.pmds[i].index;
-    w.value = p.value;
+    w.value = value;
     w.long_reset = p.long_reset;
     w.short_reset = p.short_reset;
     w.switch_cnt = p.switch_cnt;

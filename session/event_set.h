@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "pmu/pmu_description.h"
@@ -24,10 +25,9 @@ struct PmcState {
   bool no_emul64 = false;
 };
 
+// A PMD's attributes in one set. Its value is each counting thread's own
+// (session/driven_thread.h): the target's, and every followed child's.
 struct PmdState {
-  // The 64-bit value. While the set is on the hardware only the bits above the
-  // counter's width are current: the hardware holds the rest (docs/design.md, "64-bit emulation").
-  std::uint64_t value = 0;
   std::uint64_t long_reset = 0;
   std::uint64_t short_reset = 0;
   std::uint64_t last_reset = 0;   // the reset value used last
@@ -37,9 +37,8 @@ struct PmdState {
   pmu::RegMask smpl_pmds = 0;
   std::uint64_t random_mask = 0;
   std::uint64_t eventid = 0;
-  std::uint64_t sampled_hw = 0;  // no-interrupt backends: hardware bits at the last sample
-  std::uint64_t initial = 0;     // the value last written: where a followed child starts (inherit)
-  std::uint64_t children = 0;    // events counted by followed children that exited, merged (inherit)
+  std::uint64_t initial = 0;   // the value last written: where a followed child starts (inherit)
+  std::uint64_t children = 0;  // events counted by followed children that exited, merged (inherit)
   bool notify = false;
   bool random = false;
   bool written = false;  // the user wrote it at least once
@@ -58,7 +57,8 @@ class EventSet {
   std::size_t pmdCount() const { return pmds_.size(); }
   std::size_t pmcCount() const { return pmcs_.size(); }
 
-  // Apply an already validated write.
+  // Apply an already validated write. A PMD write's value is the target's
+  // (the session stores it) and each new child's start (PmdState::initial).
   void apply(const PmcWrite& w);
   void apply(const PmdWrite& w);
 
@@ -69,8 +69,9 @@ class EventSet {
   bool noEmul64(unsigned pmd_index) const;
 
   // Every register whose value or attributes differ from a fresh set, in
-  // register order: what `regs` prints.
-  std::vector<RegWrite> nonDefaultRegisters() const;
+  // register order: what `regs` prints. `pmd_values` are the PMDs' values
+  // by slot (the target's).
+  std::vector<RegWrite> nonDefaultRegisters(std::span<const std::uint64_t> pmd_values) const;
 
   // Reload the switch counters: done at each activation.
   void reloadSwitchCounters();

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "fastpath/fast_page.h"  // ~Session: the page being built
 #include "pmu/host_info.h"
 #include "pmu/task_creds.h"
 #include "session/engine.h"
@@ -46,13 +45,14 @@ Session::Session(Engine& engine, std::string name, uid_t uid, gid_t gid)
       messages_(engine.options().max_messages),
       overflow_budget_(engine.options().overflow_burst, engine.options().overflow_refill_ns) {
   sets_.emplace(std::piecewise_construct, std::forward_as_tuple(0), std::forward_as_tuple(0, desc_));
+  threads_.push_back(std::make_unique<DrivenThread>());  // the target, serial 0
 }
 
 Session::~Session() {
   // The engine unloads sessions before it lets go of them; this only keeps
   // hardware from counting for nobody should that ever be skipped.
-  if (pmu_) pmu_->disable();
-  for (auto& f : followers_) f->pmu->disable();
+  for (auto& t : threads_)
+    if (t->pmu) t->pmu->disable();
 }
 
 Status Session::fail(Error e) {
@@ -153,18 +153,18 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     first = static_cast<std::uint16_t>(*set);
   }
   pmu::Target t;
+  pid_t pid = 0;  // the process of a thread target
   if (mode_ == Mode::Thread) {
     auto creds = pmu::readTaskCreds(target);
     if (!creds) return fail(creds.error());
     if (Status may = mayMonitorThread(caller, target, *creds); !may) return fail(may.error());
     t = pmu::Target{pmu::TargetKind::Thread, target, flags_.inherit};
-    target_pid_ = creds->tgid;
+    pid = creds->tgid;
   } else {
     if (!caller.may_system_wide)
       return fail(err(EPERM, "system-wide sessions need CAP_PERFMON or the daemon's system group"));
     if (!pmu::cpuOnline(target)) return fail(err(EINVAL, "cpu {} is not online", target));
     t = pmu::Target{pmu::TargetKind::Cpu, target};
-    target_pid_ = 0;
   }
   if (Status s = engine_.claimTarget(mode_, target, shared_from_this()); !s) return fail(s.error());
   // The backend holds us weakly: its threads may call after we are gone.
@@ -186,7 +186,11 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
       return fail(may.error());
     }
   }
-  pmu_ = std::move(*attached);
+  DrivenThread& driven = this->target();
+  driven.pmu = std::move(*attached);
+  driven.pid = pid;
+  driven.tid = mode_ == Mode::Thread ? target : 0;
+  driven.last_time = driven.pmu->timeNs();
   child_image_.reset();
   target_ = t;
   state_ = State::Loaded;
@@ -196,7 +200,6 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   target_exited_ = false;
   ++control_gen_;
   tree_now_ = 0;
-  target_last_time_ = pmu_->timeNs();
   overflow_budget_.fill();
   active_set_ = first;
   set_chosen_ = set_chosen_ || set.has_value();
@@ -223,6 +226,7 @@ Status Session::retire() {
 // contexts kept 29 MB of pfmfsd that way (pfmfs(5), SECURITY).
 void Session::releaseState() {
   sets_.clear();
+  target().forgetSets();
   sets_.emplace(std::piecewise_construct, std::forward_as_tuple(0), std::forward_as_tuple(0, desc_));
   active_set_ = 0;
   set_chosen_ = false;
@@ -255,7 +259,7 @@ void Session::unloadLocked(bool exited) {
   target_exited_ = false;
   engine_.noTicks(this);
   engine_.releaseTarget(mode_, target_.id, this);
-  pmu_.reset();
+  target().pmu.reset();
   state_ = State::Unloaded;
   exited_ = exited;
   if (exited) {
@@ -314,7 +318,7 @@ Status Session::startCounting() {
     catchUpTree();  // not counting: the time each thread ran while stopped is not the session's
     now = tree_now_;
   } else {
-    now = advanceAll(pmu_->timeNs());
+    now = advanceAll(target().pmu->timeNs());
   }
   counted_to_ = now;
   last_sample_ = now;
@@ -387,11 +391,9 @@ Status Session::restart() {
   if (EventSet* s = findSet(pending_set_)) {
     // The resets are the overflowing thread's; a child that exited since
     // has nothing left to reset.
-    if (pending_tid_ == 0) {
-      if (!target_exited_) resetPmds(Counters{pmu_.get(), nullptr}, *s, pending_resets_, true);
-    } else {
-      for (auto& f : followers_)
-        if (f->tid == pending_tid_) resetPmds(Counters{f->pmu.get(), f.get()}, *s, pending_resets_, true);
+    for (auto& t : threads_) {
+      if (t->serial != pending_thread_ || (isTarget(*t) && target_exited_)) continue;
+      resetPmds(*t, *s, pending_resets_, true);
     }
   }
   pending_resets_ = 0;
@@ -415,7 +417,7 @@ void Session::advanceBy(std::uint64_t ns) {
   // Children created before this advance move with it: their news first.
   drainChildEvents();
   if (loaded() && !anyHeld())  // a held thread's time stands still
-    catchUpTo(saturatingAdd(pmu_->timeNs(), ns));
+    catchUpTo(saturatingAdd(target().pmu->timeNs(), ns));
   op.publishUnreported();
 }
 

@@ -24,14 +24,12 @@
 #include "pmu/fd.h"
 #include "pmu/result.h"
 #include "session/caller.h"
+#include "session/driven_thread.h"
 #include "session/event_set.h"
+#include "session/fast_page_publisher.h"
 #include "session/message_queue.h"
 #include "session/overflow_budget.h"
 #include "session/register_rules.h"
-
-namespace pfmfs::fastpath {
-struct Page;
-}
 
 namespace pfmfs::session {
 
@@ -82,14 +80,15 @@ struct SetInfo {
 
 struct PmdValue {
   std::uint64_t value = 0;  // live while the set is on the hardware
-  PmdState state;           // attributes (state.value is `value`)
+  PmdState state;           // attributes
 };
 
 // One PMD of a set as `pmds` shows it: written by the user or counting in the
 // set, with its value live while the set is on the hardware.
 struct PmdLine {
   unsigned index = 0;
-  PmdState state;  // state.value is the live 64-bit value
+  std::uint64_t value = 0;  // the live 64-bit value
+  PmdState state;
 };
 
 // One line of `counts`: a used PMD of one set with its scaling.
@@ -200,41 +199,21 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // The lock, and the observer call made after it is released.
   class Op;
 
-  // A child the session follows (flags inherit, an Adopt backend): its own
-  // PMU, driven like the target's, with its own values of every PMD of every
-  // set. See session_children.cpp.
-  struct Follower {
-    struct Pmd {
-      std::uint64_t value = 0;          // 64-bit; upper bits only while on the hardware
-      std::uint64_t sampled_hw = 0;     // no-interrupt backends
-      std::uint64_t segment_start = 0;  // the value since which `events` has not counted
-      std::uint64_t events = 0;         // counted before segment_start (resets cut segments)
-    };
-    pid_t pid = 0;
-    pid_t tid = 0;
-    std::unique_ptr<pmu::TargetPmu> pmu;
-    std::uint64_t generation = 0;  // control_gen_ when it was created
-    std::uint64_t origin = 0;      // manual clock: the session time it was created at (its time 0)
-    std::uint64_t last_time = 0;   // real clock: its time at the last catch-up
-    bool held = false;             // notify_block
-    std::map<std::uint16_t, std::vector<Pmd>> sets;
-  };
-
-  // One thread whose counters run with the session's: the target (f null) or
-  // a follower.
-  struct Counters {
-    pmu::TargetPmu* pmu = nullptr;
-    Follower* f = nullptr;
-  };
-  // The target while it counts (on an Aggregate backend, also after it
-  // exited: its PMU carries the children's), then every follower.
+  // The threads whose counters run with the session's (driven_thread.h):
+  // the target, then every child followed. The target's PMU is there while
+  // loaded; it counts until the target exits (on an Aggregate backend also
+  // after: its PMU carries the children's).
+  DrivenThread& target() { return *threads_.front(); }
+  const DrivenThread& target() const { return *threads_.front(); }
+  bool isTarget(const DrivenThread& t) const { return &t == threads_.front().get(); }
   template <class Fn>
   void forEachDriven(Fn&& fn) {
-    if (pmu_ && (!target_exited_ || aggregate_)) fn(Counters{pmu_.get(), nullptr});
-    for (auto& f : followers_) fn(Counters{f->pmu.get(), f.get()});
+    if (target().pmu && (!target_exited_ || aggregate_)) fn(target());
+    for (std::size_t i = 1; i < threads_.size(); ++i) fn(*threads_[i]);
   }
-  std::uint64_t& valueOf(Counters c, EventSet& s, std::size_t slot);
-  std::uint64_t& sampledOf(Counters c, EventSet& s, std::size_t slot);
+  std::size_t followedThreads() const { return threads_.size() - 1; }
+  // A thread's values of set `s`, by slot.
+  std::vector<ThreadPmd>& valuesOf(DrivenThread& t, const EventSet& s) { return t.pmds(s.id(), desc_.pmds.size()); }
   bool anyHeld() const;
   void releaseHolds();
 
@@ -250,30 +229,30 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void catchUpNow();                    // to the present, time only
   void catchUpTo(std::uint64_t t_end);  // lockstep: every thread on the session's time
   void catchUpTree();                   // real clock with followers: each thread on its own
-  std::uint64_t catchUpThread(Counters c);
+  std::uint64_t catchUpThread(DrivenThread& t);
   void switchIfTimeIsUp();
   std::uint64_t advanceAll(std::uint64_t t);
   std::uint64_t nextOverflowAll();
   bool treeClock() const;
   void accountTo(std::uint64_t t);
   void drainOverflows();
-  void drainOverflows(Counters c);
+  void drainOverflows(DrivenThread& t);
   void mask();  // stop counting until restart
-  void handleHwOverflow(Counters c, const pmu::HwOverflow& o);
-  void handleUserOverflow(Counters c, pmu::RegMask pmds, const pmu::HwOverflow& o);
+  void handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o);
+  void handleUserOverflow(DrivenThread& t, pmu::RegMask pmds, const pmu::HwOverflow& o);
   void sampleActive();  // no-interrupt backends: catch wraps
-  void sampleThread(Counters c);
+  void sampleThread(DrivenThread& t);
   void takeOverflowInSkid();  // before the active set leaves the PMU
-  void takeOverflowInSkid(Counters c);
-  void readHw(Counters c, pmu::RegMask pmds);
-  void foldActive(Counters c);  // hardware bits into the active set's values
+  void takeOverflowInSkid(DrivenThread& t);
+  void readHw(DrivenThread& t, pmu::RegMask pmds);
+  void foldActive(DrivenThread& t);  // hardware bits into the active set's values
   void foldAll();
-  Status programActive(Counters c);  // the active set onto one thread's hardware (counting disabled)
+  Status programActive(DrivenThread& t);  // the active set onto one thread's hardware (counting disabled)
   Status programAll();
   void enableAll();
   void disableAll();
   void haltCounting(const Error& e);  // the backend refused a set while counting
-  void resetPmds(Counters c, EventSet& set, pmu::RegMask pmds, bool long_reset);
+  void resetPmds(DrivenThread& t, EventSet& set, pmu::RegMask pmds, bool long_reset);
   std::uint64_t resetValue(const PmdState& p, bool long_reset);
   void switchTo(EventSet& next);
   EventSet& nextSet();
@@ -285,7 +264,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void liveValues(const EventSet& set, pmu::RegMask pmds);
 
   // Inheritance (session_children.cpp).
-  bool followingChildren() const { return !followers_.empty() || !aggregate_children_.empty(); }
+  bool followingChildren() const { return followedThreads() > 0 || !aggregate_children_.empty(); }
   void drainChildEvents();
   void adoptFollower(const pmu::ChildEvent& e);
   void finishFollower(std::size_t i, std::optional<std::uint64_t> final_time_ns);
@@ -325,10 +304,13 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // having told the observer (after it).
   mutable std::atomic<unsigned> notifying_{0};
 
+  // The target, always (its values outlive loads), then while loaded every
+  // child followed: forEachDriven().
+  std::vector<std::unique_ptr<DrivenThread>> threads_;
+  std::uint64_t next_serial_ = 1;  // the next child's DrivenThread::serial
+
   // While loaded.
-  std::unique_ptr<pmu::TargetPmu> pmu_;
   pmu::Target target_;
-  pid_t target_pid_ = 0;  // process of a thread target
   // Scratch, by slot: hardware bits read or to load, PMC image, 64-bit values.
   std::vector<std::uint64_t> hw_;
   std::vector<std::uint64_t> pmc_image_;
@@ -336,7 +318,6 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::uint64_t counted_to_ = 0;    // target time accounted so far while counting
   std::uint64_t set_elapsed_ = 0;   // counting time of the active set in this activation
   std::uint64_t last_sample_ = 0;   // no-interrupt backends
-  bool held_ = false;               // notify_block: target held until restart
   OverflowBudget overflow_budget_;  // overflow interrupts left, refilled on counted time
   std::uint16_t pending_set_ = 0;   // masked: the set whose PMDs restart resets
   pmu::RegMask pending_resets_ = 0;
@@ -344,14 +325,12 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   bool late_restart_ok_ = false;       // unloaded while masked: one restart is a late acknowledgement
 
   // Inheritance, while loaded.
-  bool target_exited_ = false;     // the target is gone, children still followed
-  std::uint64_t control_gen_ = 0;  // a new value at every load and PMC write
-  std::vector<std::unique_ptr<Follower>> followers_;
+  bool target_exited_ = false;                         // the target is gone, children still followed
+  std::uint64_t control_gen_ = 0;                      // a new value at every load and PMC write
   std::map<pid_t, std::uint64_t> aggregate_children_;  // Aggregate: tid -> generation at creation
   std::vector<pmu::ChildEvent> child_events_;          // scratch
-  std::uint64_t tree_now_ = 0;          // treeClock(): the session's time, CPU time of every followed thread
-  std::uint64_t target_last_time_ = 0;  // treeClock(): the target's time at the last catch-up
-  pid_t pending_tid_ = 0;               // masked: the thread whose PMDs restart resets (0: the target)
+  std::uint64_t tree_now_ = 0;        // treeClock(): the session's time, CPU time of every followed thread
+  std::uint64_t pending_thread_ = 0;  // masked: the serial of the thread whose PMDs restart resets
   // publishChildImage(): what the backend was last told children start with.
   struct ChildImage {
     std::uint16_t set = 0;
@@ -363,13 +342,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::optional<ChildImage> child_image_;
   ChildImage child_image_scratch_;
 
-  // setFastPage(): where the page goes, and the page being built.
-  fastpath::Page* fast_page_ = nullptr;
-  std::unique_ptr<fastpath::Page> fast_next_;
-  // What fast_page_ holds: a publish that would change nothing is skipped,
-  // so that the tick does not make readers retry every millisecond.
-  std::unique_ptr<fastpath::Page> fast_shown_;
-  bool fast_shown_valid_ = false;
+  FastPagePublisher fast_page_;  // setFastPage(): where the page goes, what it shows
 
   // Across loads.
   std::uint64_t enabled_ns_ = 0;

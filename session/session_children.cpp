@@ -5,8 +5,8 @@
 // reprogrammed (a PMC write) since it was created.
 //
 // Two ways, chosen by the backend:
-// - Adopt (sim, x86): each child gets a PMU of its own, a Follower here,
-//   driven by session_time.cpp exactly like the target: set switches, stop,
+// - Adopt (sim, x86): each child gets a PMU of its own, a DrivenThread
+//   after the target in threads_, driven by session_time.cpp exactly like the target: set switches, stop,
 //   masking and overflows apply to every followed thread at once.
 // - Aggregate (perf): the kernel's inherited events count the children and
 //   switch with the target's; the backend reports each child's final counts.
@@ -23,7 +23,7 @@ using pmu::regBit;
 void Session::drainChildEvents() {
   if (!loaded() || !flags_.inherit || mode_ != Mode::Thread) return;
   child_events_.clear();
-  pmu_->takeChildEvents(child_events_);
+  target().pmu->takeChildEvents(child_events_);
   for (const pmu::ChildEvent& e : child_events_) {
     if (!loaded()) break;
     if (e.kind == pmu::ChildEvent::Kind::Created) {
@@ -38,8 +38,8 @@ void Session::drainChildEvents() {
       aggregateExited(e);
       continue;
     }
-    for (std::size_t i = 0; i < followers_.size(); ++i) {
-      if (followers_[i]->tid != e.tid) continue;
+    for (std::size_t i = 1; i < threads_.size(); ++i) {
+      if (threads_[i]->tid != e.tid) continue;
       finishFollower(i, e.final_time_ns);
       break;
     }
@@ -53,56 +53,54 @@ void Session::drainChildEvents() {
 // and fresh counts: each PMD at the value last written to it.
 void Session::adoptFollower(const pmu::ChildEvent& e) {
   std::shared_ptr<pmu::TargetListener> listener(shared_from_this(), static_cast<pmu::TargetListener*>(this));
-  auto adopted = pmu_->adoptChild(e.tid, listener);
+  auto adopted = target().pmu->adoptChild(e.tid, listener);
   if (!adopted) {
     // Nothing of it will be counted: say so in the figures.
     ++dropped_;
     return;
   }
-  auto f = std::make_unique<Follower>();
+  auto f = std::make_unique<DrivenThread>();
   f->pid = e.pid;
   f->tid = e.tid;
   f->pmu = std::move(*adopted);
+  f->serial = next_serial_++;
   f->generation = control_gen_;
   // Lockstep (manual clock): its time 0 is the session's now. Tree clock: its
   // whole CPU time since its creation is the session's.
-  f->origin = treeClock() ? 0 : pmu_->timeNs();
+  f->origin = treeClock() ? 0 : target().pmu->timeNs();
   f->last_time = 0;
   for (auto& [id, set] : sets_) {
-    auto& pmds = f->sets[id];
-    pmds.resize(desc_.pmds.size());
+    std::vector<ThreadPmd>& pmds = valuesOf(*f, set);
     for (std::size_t slot = 0; slot < pmds.size(); ++slot)
       pmds[slot].value = pmds[slot].segment_start = set.pmd(slot).initial;
   }
-  Counters c{f->pmu.get(), f.get()};
   if (!treeClock()) f->pmu->advanceTo(0);
-  if (Status st = programActive(c); !st) {
+  if (Status st = programActive(*f); !st) {
     ++dropped_;
     return;
   }
   if (counting()) f->pmu->enable();
-  followers_.push_back(std::move(f));
+  threads_.push_back(std::move(f));
 }
 
 // A follower exited: its last counts are read, then merged or dropped.
 void Session::finishFollower(std::size_t i, std::optional<std::uint64_t> final_time_ns) {
-  Follower& f = *followers_[i];
-  Counters c{f.pmu.get(), &f};
+  DrivenThread& f = *threads_[i];
   f.pmu->childExited(final_time_ns);
   if (treeClock()) {
     // Its last moments are the session's time too.
-    tree_now_ = saturatingAdd(tree_now_, catchUpThread(c));
+    tree_now_ = saturatingAdd(tree_now_, catchUpThread(f));
     accountTo(tree_now_);
   }
   if (!loaded()) return;
-  takeOverflowInSkid(c);
-  if (counting() && !interrupts_) sampleThread(c);
+  takeOverflowInSkid(f);
+  if (counting() && !interrupts_) sampleThread(f);
   f.pmu->disable();
-  if (counting()) foldActive(c);
+  if (counting()) foldActive(f);
   if (f.held) f.pmu->hold(false);
   if (f.generation == control_gen_) {
     for (auto& [id, set] : sets_) {
-      const auto& pmds = f.sets[id];
+      const std::vector<ThreadPmd>& pmds = valuesOf(f, set);
       for (std::size_t slot = 0; slot < pmds.size(); ++slot) {
         std::uint64_t events = saturatingAdd(pmds[slot].events, pmds[slot].value - pmds[slot].segment_start);
         set.pmd(slot).children = saturatingAdd(set.pmd(slot).children, events);
@@ -112,8 +110,8 @@ void Session::finishFollower(std::size_t i, std::optional<std::uint64_t> final_t
   } else {
     ++dropped_;
   }
-  if (pending_tid_ == f.tid) pending_resets_ = 0;
-  followers_.erase(followers_.begin() + static_cast<std::ptrdiff_t>(i));
+  if (pending_thread_ == f.serial) pending_resets_ = 0;
+  threads_.erase(threads_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 void Session::aggregateExited(const pmu::ChildEvent& e) {
@@ -144,13 +142,14 @@ void Session::targetExitedLocked() {
   if (!aggregate_) {
     // Its own counts are final; its PMU stays only as the children's source
     // of news (and, under the manual clock, the session's clock).
-    takeOverflowInSkid(Counters{pmu_.get(), nullptr});
-    if (counting() && !interrupts_) sampleThread(Counters{pmu_.get(), nullptr});
-    pmu_->disable();
-    if (counting()) foldActive(Counters{pmu_.get(), nullptr});
-    if (held_) pmu_->hold(false);
-    held_ = false;
-    if (pending_tid_ == 0) pending_resets_ = 0;
+    DrivenThread& t = target();
+    takeOverflowInSkid(t);
+    if (counting() && !interrupts_) sampleThread(t);
+    t.pmu->disable();
+    if (counting()) foldActive(t);
+    if (t.held) t.pmu->hold(false);
+    t.held = false;
+    if (pending_thread_ == t.serial) pending_resets_ = 0;
   }
   target_exited_ = true;
 }
@@ -167,10 +166,11 @@ Status Session::prepareSets() {
     auto& pc = pmcs.emplace_back(desc_.pmcs.size());
     auto& pd = bits.emplace_back(desc_.pmds.size());
     for (std::size_t slot = 0; slot < pc.size(); ++slot) pc[slot] = s.hardwarePmc(slot, interrupts_);
-    for (std::size_t slot = 0; slot < pd.size(); ++slot) pd[slot] = s.pmd(slot).value & desc_.pmds[slot].widthMask();
+    const std::vector<ThreadPmd>& values = valuesOf(target(), s);
+    for (std::size_t slot = 0; slot < pd.size(); ++slot) pd[slot] = values[slot].value & desc_.pmds[slot].widthMask();
     images.push_back(pmu::SetImage{id, pc, s.usedPmds(), pd});
   }
-  return pmu_->prepareSets(images);
+  return target().pmu->prepareSets(images);
 }
 
 // Children that a backend starts at their creation (setChildImage) get the
@@ -199,7 +199,7 @@ Status Session::publishChildImage() {
     std::swap(*child_image_, img);
   else
     child_image_ = img;
-  Status st = pmu_->setChildImage(
+  Status st = target().pmu->setChildImage(
       pmu::SetImage{child_image_->set, child_image_->pmcs, child_image_->pmds, child_image_->pmd_bits},
       child_image_->counting);
   // Not told: the next operation tells it again.
@@ -210,9 +210,9 @@ Status Session::publishChildImage() {
 // Unload with children still followed: they are let go, their counts
 // unfinished and not merged.
 void Session::dropFollowers() {
-  dropped_ += followers_.size() + aggregate_children_.size();
-  for (auto& f : followers_) f->pmu->disable();
-  followers_.clear();
+  dropped_ += followedThreads() + aggregate_children_.size();
+  for (std::size_t i = 1; i < threads_.size(); ++i) threads_[i]->pmu->disable();
+  threads_.resize(1);
   aggregate_children_.clear();
 }
 

@@ -28,37 +28,9 @@ namespace pfmfs::session {
 using pmu::regBit;
 using pmu::RegMask;
 
-namespace {
-
-// Whether two pages say the same: the header after seq, and the entries in use.
-bool sameContent(const fastpath::Page& a, const fastpath::Page& b) {
-  constexpr std::size_t from = offsetof(fastpath::Page, usable);
-  constexpr std::size_t head = offsetof(fastpath::Page, pmds) - from;
-  const auto* pa = reinterpret_cast<const unsigned char*>(&a);
-  const auto* pb = reinterpret_cast<const unsigned char*>(&b);
-  if (std::memcmp(pa + from, pb + from, head) != 0) return false;
-  return std::memcmp(a.pmds, b.pmds, a.pmd_count * sizeof(fastpath::PmdEntry)) == 0;
-}
-
-}  // namespace
-
 void Session::setFastPage(fastpath::Page* page) {
   Op op(*this);
-  if (fast_page_ && fast_page_ != page) {
-    // The last word its readers see: ask the mount.
-    fastpath::Page off{};
-    fastpath::publish(*fast_page_, off);
-  }
-  fast_page_ = page;
-  fast_shown_valid_ = false;
-  if (page && !fast_next_) {
-    fast_next_ = std::make_unique<fastpath::Page>();
-    fast_shown_ = std::make_unique<fastpath::Page>();
-  } else if (!page) {
-    // 7 KB a session: no page, no copies of it (a destroyed session drops its page).
-    fast_next_.reset();
-    fast_shown_.reset();
-  }
+  fast_page_.setPage(page);
   // The new page's first content.
   op.publishUnreported();
 }
@@ -66,7 +38,7 @@ void Session::setFastPage(fastpath::Page* page) {
 Result<std::vector<pmu::Fd>> Session::fastGroupFds(std::uint64_t id) {
   std::lock_guard lock(mutex_);
   std::optional<pmu::FastGroup> g;
-  if (pmu_) g = pmu_->fastGroup();
+  if (target().pmu) g = target().pmu->fastGroup();
   if (!g || g->id != id) return err(ESTALE, "perf group {} is not the loaded set's any more", id);
   std::vector<pmu::Fd> fds;
   for (int member : g->fds) {
@@ -78,27 +50,16 @@ Result<std::vector<pmu::Fd>> Session::fastGroupFds(std::uint64_t id) {
 }
 
 void Session::publishFastPage() {
-  if (!fast_page_) return;
-  fastpath::Page& p = *fast_next_;
-  p.usable = 0;
-  p.target_tid = 0;
-  p.read_format = 0;
-  p.set = 0;
-  p.group = 0;
-  p.group_size = 0;
-  p.switch_running_ns = std::numeric_limits<std::uint64_t>::max();
-  p.pmd_count = 0;
+  if (!fast_page_.hasPage()) return;
+  fastpath::Page& p = fast_page_.next();
   p.usable = fillFastPage(p) ? 1 : 0;
-  if (fast_shown_valid_ && sameContent(p, *fast_shown_)) return;
-  fastpath::publish(*fast_page_, p);
-  std::memcpy(fast_shown_.get(), &p, sizeof p);
-  fast_shown_valid_ = true;
+  fast_page_.publish();
 }
 
 bool Session::fillFastPage(fastpath::Page& p) {
   auto fits = [this] {
     return loaded() && state_ != State::Masked && mode_ == Mode::Thread && target_.kind == pmu::TargetKind::Thread &&
-           !flags_.inherit && !target_exited_ && pmu_;
+           !flags_.inherit && !target_exited_ && target().pmu;
   };
   if (!fits()) return false;
   const bool still = !counting() || engine_.backend().clock() == pmu::ClockKind::Manual;
@@ -120,7 +81,7 @@ bool Session::fillFastPage(fastpath::Page& p) {
     liveValues(s, pmds);  // exact until the next operation
   } else {
     if (!interrupts_ || s.switch_spec.on_time) return false;
-    group = pmu_->fastGroup();
+    group = target().pmu->fastGroup();
     if (!group) return false;
     p.group = group->id;
     p.group_size = group->size;
@@ -128,6 +89,7 @@ bool Session::fillFastPage(fastpath::Page& p) {
   }
   p.target_tid = target_.id;
   p.set = s.id();
+  const std::vector<ThreadPmd>& values = valuesOf(target(), s);
   for (std::size_t slot = 0; slot < s.pmdCount() && p.pmd_count < fastpath::kMaxPmds; ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(pmds & regBit(d.index))) continue;
@@ -145,7 +107,7 @@ bool Session::fillFastPage(fastpath::Page& p) {
         if (gc.slot == slot) c = &gc;
     if (c) {
       e.source = static_cast<std::uint16_t>(fastpath::Source::kPerfGroup);
-      e.upper = st.value & ~d.widthMask();
+      e.upper = values[slot].value & ~d.widthMask();
       e.base = c->base;
       e.ref = c->ref;
       e.member = c->member;
@@ -153,7 +115,7 @@ bool Session::fillFastPage(fastpath::Page& p) {
       return false;  // counting, and not in the group: only the daemon knows
     } else {
       e.source = static_cast<std::uint16_t>(fastpath::Source::kPage);
-      e.upper = still ? values_[slot] : st.value;
+      e.upper = still ? values_[slot] : values[slot].value;
       e.base = 0;
     }
   }

@@ -50,6 +50,11 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
     }
   }
   for (const auto& w : writes) std::visit([s](const auto& x) { s->apply(x); }, w);
+  // A written value is the target's (children keep theirs).
+  std::vector<ThreadPmd>& values = valuesOf(target(), *s);
+  for (const auto& w : writes)
+    if (const auto* p = std::get_if<PmdWrite>(&w))
+      values[static_cast<std::size_t>(desc_.pmdSlot(p->index))].value = p->value;
   // A new control: children created before it are not merged (pfmfs(5), INHERITANCE).
   if (reprograms && loaded()) ++control_gen_;
   if (live) {
@@ -81,14 +86,15 @@ void Session::liveValues(const EventSet& set, RegMask pmds) {
   // The target's own values: live while its set counts, folded once it exited.
   const bool on_hw = counting() && set.id() == active_set_ && (!target_exited_ || aggregate_);
   RegMask live = on_hw ? pmds & set.usedPmds() : 0;
-  if (live) readHw(Counters{pmu_.get(), nullptr}, live);
+  if (live) readHw(target(), live);
   // A counter whose interrupt is in skid has wrapped: the carry its interrupt
   // will add is already counted (reads never run backwards).
-  RegMask skid = live && interrupts_ ? pmu_->overflowsInSkid() & live : 0;
+  RegMask skid = live && interrupts_ ? target().pmu->overflowsInSkid() & live : 0;
+  const std::vector<ThreadPmd>& stored = valuesOf(target(), set);
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(pmds & regBit(d.index))) continue;
-    std::uint64_t v = set.pmd(slot).value;
+    std::uint64_t v = stored[slot].value;
     if (live & regBit(d.index)) {
       std::uint64_t upper = v & ~d.widthMask();
       if ((skid & regBit(d.index)) && !set.noEmul64(d.index) && d.width < 64) upper += d.widthMask() + 1;
@@ -110,7 +116,6 @@ Result<PmdValue> Session::readPmd(unsigned set, unsigned index) {
   PmdValue v;
   v.state = s.pmd(static_cast<std::size_t>(slot));
   v.value = values_[static_cast<std::size_t>(slot)];
-  v.state.value = v.value;
   op.publishUnreported();
   return v;
 }
@@ -121,7 +126,11 @@ Result<std::vector<RegWrite>> Session::regs(unsigned set) {
   catchUp();
   if (counting() && !interrupts_) sampleActive();
   const EventSet& s = *findSet(set);
-  std::vector<RegWrite> out = s.nonDefaultRegisters();
+  // Listed by the stored values (as they stood at the last fold), shown live.
+  const std::vector<ThreadPmd>& stored = valuesOf(target(), s);
+  values_.resize(stored.size());
+  for (std::size_t slot = 0; slot < stored.size(); ++slot) values_[slot] = stored[slot].value;
+  std::vector<RegWrite> out = s.nonDefaultRegisters(values_);
   RegMask pmds = 0;
   for (const auto& w : out)
     if (const auto* p = std::get_if<PmdWrite>(&w)) pmds |= regBit(p->index);
@@ -146,8 +155,7 @@ Result<std::vector<PmdLine>> Session::pmdStates(unsigned set) {
   for (std::size_t slot = 0; slot < s.pmdCount(); ++slot) {
     unsigned index = desc_.pmds[slot].index;
     if (!(pmds & regBit(index))) continue;
-    PmdLine l{index, s.pmd(slot)};
-    l.state.value = values_[slot];
+    PmdLine l{index, values_[slot], s.pmd(slot)};
     out.push_back(l);
   }
   op.publishUnreported();

@@ -34,6 +34,7 @@ Status Session::deleteSet(unsigned id) {
   if (!findSet(id)) return fail(err(EINVAL, "no set {}", id));
   if (sets_.size() == 1) return fail(err(EBUSY, "set {} is the last set: a session keeps at least one", id));
   sets_.erase(static_cast<std::uint16_t>(id));
+  target().forgetSet(static_cast<std::uint16_t>(id));  // a set made again with this id starts at 0
   if (active_set_ == id) active_set_ = sets_.begin()->first;
   return op.publish();
 }
@@ -92,10 +93,10 @@ StateInfo Session::state() {
   i.queued = messages_.size();
   i.lost = messages_.lost();
   i.exited = exited_;
-  if (loaded()) i.unscheduled_ns = pmu_->unscheduledNs();
+  if (loaded()) i.unscheduled_ns = target().pmu->unscheduledNs();
   i.inherit = flags_.inherit;
   i.target_exited = loaded() && target_exited_;
-  i.followed = followers_.size() + aggregate_children_.size();
+  i.followed = followedThreads() + aggregate_children_.size();
   i.merged = merged_;
   i.dropped = dropped_;
   op.publishUnreported();

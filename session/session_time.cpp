@@ -20,27 +20,16 @@ using pmu::RegMask;
 
 // ---- threads -----------------------------------------------------------------------
 
-std::uint64_t& Session::valueOf(Counters c, EventSet& s, std::size_t slot) {
-  return c.f ? c.f->sets[s.id()][slot].value : s.pmd(slot).value;
-}
-
-std::uint64_t& Session::sampledOf(Counters c, EventSet& s, std::size_t slot) {
-  return c.f ? c.f->sets[s.id()][slot].sampled_hw : s.pmd(slot).sampled_hw;
-}
-
 bool Session::anyHeld() const {
-  if (held_) return true;
-  for (const auto& f : followers_)
-    if (f->held) return true;
+  for (const auto& t : threads_)
+    if (t->held) return true;
   return false;
 }
 
 void Session::releaseHolds() {
-  if (held_ && pmu_) pmu_->hold(false);
-  held_ = false;
-  for (auto& f : followers_) {
-    if (f->held) f->pmu->hold(false);
-    f->held = false;
+  for (auto& t : threads_) {
+    if (t->held && t->pmu) t->pmu->hold(false);
+    t->held = false;
   }
 }
 
@@ -61,7 +50,7 @@ void Session::catchUp() {
   // A backend that notices its target is gone (the sim's real clock reading a
   // reaped thread's CPU time, perf's hangup) ends the target's part. News of
   // children it created just before it went came first: they are followed.
-  if (loaded() && !target_exited_ && pmu_->gone()) {
+  if (loaded() && !target_exited_ && target().pmu->gone()) {
     drainChildEvents();
     if (loaded() && !target_exited_) targetExitedLocked();
   }
@@ -72,7 +61,7 @@ void Session::catchUpNow() {
   if (treeClock()) {
     catchUpTree();
   } else {
-    catchUpTo(pmu_->timeNs());
+    catchUpTo(target().pmu->timeNs());
   }
 }
 
@@ -107,14 +96,18 @@ void Session::catchUpTo(std::uint64_t t_end) {
 // on with its counters off); followers exist in lockstep only under the
 // manual clock, where a child created at session time `origin` is at t-origin.
 std::uint64_t Session::advanceAll(std::uint64_t t) {
-  std::uint64_t now = pmu_->advanceTo(t);
-  for (auto& f : followers_) f->pmu->advanceTo(now > f->origin ? now - f->origin : 0);
+  std::uint64_t now = target().pmu->advanceTo(t);
+  for (std::size_t i = 1; i < threads_.size(); ++i) {
+    DrivenThread& f = *threads_[i];
+    f.pmu->advanceTo(now > f.origin ? now - f.origin : 0);
+  }
   return now;
 }
 
 std::uint64_t Session::nextOverflowAll() {
-  std::uint64_t next = pmu_->nextOverflowNs();
-  for (auto& f : followers_) next = std::min(next, saturatingAdd(f->origin, f->pmu->nextOverflowNs()));
+  std::uint64_t next = target().pmu->nextOverflowNs();
+  for (std::size_t i = 1; i < threads_.size(); ++i)
+    next = std::min(next, saturatingAdd(threads_[i]->origin, threads_[i]->pmu->nextOverflowNs()));
   return next;
 }
 
@@ -123,7 +116,7 @@ std::uint64_t Session::nextOverflowAll() {
 // Switches come at catch-ups (the engine's tick), as on hardware.
 void Session::catchUpTree() {
   std::uint64_t grown = 0;
-  forEachDriven([&](Counters c) { grown = saturatingAdd(grown, catchUpThread(c)); });
+  forEachDriven([&](DrivenThread& t) { grown = saturatingAdd(grown, catchUpThread(t)); });
   if (!loaded()) return;
   tree_now_ = saturatingAdd(tree_now_, grown);
   accountTo(tree_now_);
@@ -146,17 +139,16 @@ void Session::switchIfTimeIsUp() {
 }
 
 // One thread to its present; returns how far its time moved since the last call.
-std::uint64_t Session::catchUpThread(Counters c) {
-  std::uint64_t& last = c.f ? c.f->last_time : target_last_time_;
-  const std::uint64_t now = c.pmu->timeNs();
+std::uint64_t Session::catchUpThread(DrivenThread& t) {
+  const std::uint64_t now = t.pmu->timeNs();
   while (loaded()) {
-    std::uint64_t t_next = counting() && interrupts_ ? std::min(now, c.pmu->nextOverflowNs()) : now;
-    std::uint64_t t = c.pmu->advanceTo(t_next);
-    drainOverflows(c);
-    if (t >= now || t_next >= now) break;
+    std::uint64_t t_next = counting() && interrupts_ ? std::min(now, t.pmu->nextOverflowNs()) : now;
+    std::uint64_t reached = t.pmu->advanceTo(t_next);
+    drainOverflows(t);
+    if (reached >= now || t_next >= now) break;
   }
-  std::uint64_t moved = now > last ? now - last : 0;
-  last = std::max(last, now);
+  std::uint64_t moved = now > t.last_time ? now - t.last_time : 0;
+  t.last_time = std::max(t.last_time, now);
   return moved;
 }
 
@@ -170,14 +162,14 @@ void Session::accountTo(std::uint64_t t) {
 }
 
 void Session::drainOverflows() {
-  forEachDriven([&](Counters c) { drainOverflows(c); });
+  forEachDriven([&](DrivenThread& t) { drainOverflows(t); });
 }
 
-void Session::drainOverflows(Counters c) {
+void Session::drainOverflows(DrivenThread& t) {
   while (loaded()) {
-    auto o = c.pmu->takeOverflow();
+    auto o = t.pmu->takeOverflow();
     if (!o) break;
-    handleHwOverflow(c, *o);
+    handleHwOverflow(t, *o);
   }
 }
 
@@ -191,11 +183,12 @@ void Session::mask() {
 
 // A counter wrapped at 2^width: the software bits grow by 2^width. A wrap of
 // the 64-bit value (or any wrap under no_emul64) is a user-visible overflow.
-void Session::handleHwOverflow(Counters c, const pmu::HwOverflow& o) {
-  // A follower's interrupt can come after another thread's notification
+void Session::handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) {
+  // A child's interrupt can come after another thread's notification
   // masked the session at the same instant: its carry still counts.
-  if (!counting() && !(c.f && state_ == State::Masked)) return;
+  if (!counting() && !(!isTarget(t) && state_ == State::Masked)) return;
   EventSet& s = activeSet();
+  std::vector<ThreadPmd>& values = valuesOf(t, s);
   RegMask user = 0;
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
@@ -205,7 +198,7 @@ void Session::handleHwOverflow(Counters c, const pmu::HwOverflow& o) {
       user |= bit;
       continue;
     }
-    std::uint64_t& value = valueOf(c, s, slot);
+    std::uint64_t& value = values[slot].value;
     std::uint64_t mask = d.widthMask();
     std::uint64_t upper = (value & ~mask) + (mask + 1);  // wraps to 0 past 2^64
     value = upper | (value & mask);
@@ -215,7 +208,7 @@ void Session::handleHwOverflow(Counters c, const pmu::HwOverflow& o) {
   if (!counting()) {
     // Masked already: no second notification; its counters take their
     // short reset, loaded at restart, so that sampling goes on.
-    resetPmds(c, s, user, false);
+    resetPmds(t, s, user, false);
     return;
   }
   if (!overflow_budget_.take(counted_to_)) {
@@ -229,10 +222,10 @@ void Session::handleHwOverflow(Counters c, const pmu::HwOverflow& o) {
         overflow_budget_.burst(), overflow_budget_.refillNs());
     return;
   }
-  handleUserOverflow(c, user, o);
+  handleUserOverflow(t, user, o);
 }
 
-void Session::handleUserOverflow(Counters c, RegMask pmds, const pmu::HwOverflow& o) {
+void Session::handleUserOverflow(DrivenThread& t, RegMask pmds, const pmu::HwOverflow& o) {
   EventSet& s = activeSet();
   s.ovfl_pmds = pmds;
   RegMask resets = pmds, notify = 0;
@@ -250,11 +243,11 @@ void Session::handleUserOverflow(Counters c, RegMask pmds, const pmu::HwOverflow
     // (of the thread that overflowed) wait for restart.
     pending_set_ = s.id();
     pending_resets_ = resets;
-    pending_tid_ = c.f ? c.f->tid : 0;
+    pending_thread_ = t.serial;
     mask();
     if (flags_.notify_block && mode_ == Mode::Thread) {
-      c.pmu->hold(true);
-      (c.f ? c.f->held : held_) = true;
+      t.pmu->hold(true);
+      t.held = true;
     }
     if (flags_.no_msg) {
       // No message, but pollers (libpfm-compat's signal thread) must still hear of it.
@@ -264,14 +257,15 @@ void Session::handleUserOverflow(Counters c, RegMask pmds, const pmu::HwOverflow
       m.type = MessageType::Overflow;
       m.set = s.id();
       m.pmds = notify;
-      m.pid = c.f ? c.f->pid : o.pid;
-      m.tid = c.f ? c.f->tid : o.tid;
+      // The target's PMU says which thread ran (a cpu target's: whichever did).
+      m.pid = isTarget(t) ? o.pid : t.pid;
+      m.tid = isTarget(t) ? o.tid : t.tid;
       m.cpu = o.cpu;
       m.ip = o.ip;
       queueMessage(m);
     }
   } else {
-    resetPmds(c, s, resets, false);
+    resetPmds(t, s, resets, false);
   }
   if (do_switch) switchTo(nextSet());
 }
@@ -286,57 +280,61 @@ std::uint64_t Session::resetValue(const PmdState& p, bool long_reset) {
   return v;
 }
 
-void Session::resetPmds(Counters c, EventSet& set, RegMask pmds, bool long_reset) {
+void Session::resetPmds(DrivenThread& t, EventSet& set, RegMask pmds, bool long_reset) {
   bool live = counting() && set.id() == active_set_;
-  // A follower's events are counted up to the reset: a segment ends. While
-  // live, its value's lower bits are in the hardware.
+  std::vector<ThreadPmd>& values = valuesOf(t, set);
+  // A child's events are counted up to the reset, for merging at its exit: a
+  // segment ends. While live, its value's lower bits are in the hardware.
+  const bool child = !isTarget(t);
   RegMask live_used = live ? pmds & set.usedPmds() : 0;
-  if (c.f && live_used) readHw(c, live_used);
+  if (child && live_used) readHw(t, live_used);
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(pmds & regBit(d.index))) continue;
     PmdState& p = set.pmd(slot);
-    std::uint64_t v = resetValue(p, long_reset);
-    if (c.f) {
-      Follower::Pmd& fp = c.f->sets[set.id()][slot];
-      std::uint64_t now = fp.value;
+    ThreadPmd& v = values[slot];
+    std::uint64_t reset = resetValue(p, long_reset);
+    if (child) {
+      std::uint64_t now = v.value;
       if (live_used & regBit(d.index)) now = (now & ~d.widthMask()) | (hw_[slot] & d.widthMask());
-      fp.events = saturatingAdd(fp.events, now - fp.segment_start);
-      fp.value = fp.segment_start = v;
+      v.events = saturatingAdd(v.events, now - v.segment_start);
+      v.segment_start = reset;
     } else {
-      p.value = p.last_reset = v;
+      p.last_reset = reset;  // the set shows the target's (pmds, the fast page)
     }
+    v.value = reset;
     if (live && (set.usedPmds() & regBit(d.index))) {
-      std::uint64_t bits = v & d.widthMask();
-      c.pmu->reloadPmd(d.index, bits);
-      sampledOf(c, set, slot) = bits;
+      std::uint64_t bits = reset & d.widthMask();
+      t.pmu->reloadPmd(d.index, bits);
+      v.sampled_hw = bits;
     }
   }
 }
 
 // Reads the hardware bits of the active set's counters in `pmds` into hw_.
-void Session::readHw(Counters c, RegMask pmds) {
+void Session::readHw(DrivenThread& t, RegMask pmds) {
   hw_.resize(desc_.pmds.size());
-  c.pmu->readPmds(pmds, hw_);
+  t.pmu->readPmds(pmds, hw_);
 }
 
 // No interrupts: read every counter of the active set and count the wraps
 // since the last look. The sampling period guarantees at most one.
 void Session::sampleActive() {
   last_sample_ = counted_to_;
-  forEachDriven([&](Counters c) {
-    if (counting()) sampleThread(c);
+  forEachDriven([&](DrivenThread& t) {
+    if (counting()) sampleThread(t);
   });
 }
 
-void Session::sampleThread(Counters c) {
+void Session::sampleThread(DrivenThread& t) {
   EventSet& s = activeSet();
+  std::vector<ThreadPmd>& values = valuesOf(t, s);
   RegMask wrapped = 0;
-  readHw(c, s.usedPmds());
+  readHw(t, s.usedPmds());
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(s.usedPmds() & regBit(d.index))) continue;
-    std::uint64_t& sampled = sampledOf(c, s, slot);
+    std::uint64_t& sampled = values[slot].sampled_hw;
     std::uint64_t hw = hw_[slot];
     if (hw < sampled) wrapped |= regBit(d.index);
     sampled = hw;
@@ -344,10 +342,10 @@ void Session::sampleThread(Counters c) {
   if (wrapped) {
     pmu::HwOverflow o;
     o.pmds = wrapped;
-    o.pid = c.f ? c.f->pid : target_pid_;
-    o.tid = c.f ? c.f->tid : (target_.kind == pmu::TargetKind::Thread ? target_.id : 0);
+    o.pid = t.pid;
+    o.tid = t.tid;
     o.cpu = target_.kind == pmu::TargetKind::Cpu ? target_.id : 0;
-    handleHwOverflow(c, o);
+    handleHwOverflow(t, o);
   }
 }
 
@@ -358,62 +356,64 @@ void Session::sampleThread(Counters c) {
 // this the late interrupt would land in whatever set is loaded then, or in
 // none.
 void Session::takeOverflowInSkid() {
-  forEachDriven([&](Counters c) { takeOverflowInSkid(c); });
+  forEachDriven([&](DrivenThread& t) { takeOverflowInSkid(t); });
 }
 
-void Session::takeOverflowInSkid(Counters c) {
-  if (!counting() || !interrupts_ || !c.pmu->overflowsInSkid()) return;
-  c.pmu->raiseOverflowInSkid();
-  drainOverflows(c);
+void Session::takeOverflowInSkid(DrivenThread& t) {
+  if (!counting() || !interrupts_ || !t.pmu->overflowsInSkid()) return;
+  t.pmu->raiseOverflowInSkid();
+  drainOverflows(t);
 }
 
-void Session::foldActive(Counters c) {
+void Session::foldActive(DrivenThread& t) {
   EventSet& s = activeSet();
-  readHw(c, s.usedPmds());
+  std::vector<ThreadPmd>& values = valuesOf(t, s);
+  readHw(t, s.usedPmds());
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
     if (!(s.usedPmds() & regBit(d.index))) continue;
-    std::uint64_t& value = valueOf(c, s, slot);
+    ThreadPmd& v = values[slot];
     std::uint64_t hw = hw_[slot];
     std::uint64_t mask = d.widthMask();
-    value = (value & ~mask) | (hw & mask);
-    sampledOf(c, s, slot) = hw;
+    v.value = (v.value & ~mask) | (hw & mask);
+    v.sampled_hw = hw;
   }
 }
 
 void Session::foldAll() {
-  forEachDriven([&](Counters c) { foldActive(c); });
+  forEachDriven([&](DrivenThread& t) { foldActive(t); });
 }
 
 // Puts the active set on one thread's hardware (counting disabled): the
 // backend writes what differs, or switches its group.
-Status Session::programActive(Counters c) {
+Status Session::programActive(DrivenThread& t) {
   EventSet& s = activeSet();
+  std::vector<ThreadPmd>& values = valuesOf(t, s);
   pmc_image_.resize(desc_.pmcs.size());
   hw_.resize(desc_.pmds.size());
   for (std::size_t slot = 0; slot < desc_.pmcs.size(); ++slot) pmc_image_[slot] = s.hardwarePmc(slot, interrupts_);
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const pmu::PmdDesc& d = desc_.pmds[slot];
-    hw_[slot] = valueOf(c, s, slot) & d.widthMask();
-    if (s.usedPmds() & regBit(d.index)) sampledOf(c, s, slot) = hw_[slot];
+    hw_[slot] = values[slot].value & d.widthMask();
+    if (s.usedPmds() & regBit(d.index)) values[slot].sampled_hw = hw_[slot];
   }
-  return c.pmu->loadSet(pmu::SetImage{s.id(), pmc_image_, s.usedPmds(), hw_});
+  return t.pmu->loadSet(pmu::SetImage{s.id(), pmc_image_, s.usedPmds(), hw_});
 }
 
 Status Session::programAll() {
   Status st;
-  forEachDriven([&](Counters c) {
-    if (st) st = programActive(c);
+  forEachDriven([&](DrivenThread& t) {
+    if (st) st = programActive(t);
   });
   return st;
 }
 
 void Session::enableAll() {
-  forEachDriven([](Counters c) { c.pmu->enable(); });
+  forEachDriven([](DrivenThread& t) { t.pmu->enable(); });
 }
 
 void Session::disableAll() {
-  forEachDriven([](Counters c) { c.pmu->disable(); });
+  forEachDriven([](DrivenThread& t) { t.pmu->disable(); });
 }
 
 void Session::switchTo(EventSet& next) {

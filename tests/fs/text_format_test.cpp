@@ -631,9 +631,9 @@ TEST(Format, SwitchSetInfoPmcPmd) {
     EXPECT_EQ(*back, s);
   }
 
-  session::PmdLine p0{0, {}};
-  session::PmdLine p16{16, {}};
-  p16.state.value = 5;
+  session::PmdLine p0{0, 0, {}};
+  session::PmdLine p16{16, 0, {}};
+  p16.value = 5;
   p16.state.long_reset = 0xfffffffffffffc18;  // -1000
   p16.state.short_reset = 7;
   p16.state.last_reset = 7;

@@ -93,7 +93,7 @@ class Rig : public pfmfs::testing::SessionRig {
     auto lines = s().pmdStates(set);
     EXPECT_TRUE(lines.ok());
     if (lines.ok())
-      for (const auto& l : *lines) out[l.index] = Read{l.state.value, l.state.last_reset, l.state.switch_left};
+      for (const auto& l : *lines) out[l.index] = Read{l.value, l.state.last_reset, l.state.switch_left};
     return out;
   }
 
