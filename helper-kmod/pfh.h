@@ -247,21 +247,29 @@ int pfh_batch_cpu(struct pfh_file *f, u32 cpu, struct pfmfs_helper_msr *ops,
 int pfh_batch_thread(struct pfh_target *t, struct pfmfs_helper_msr *ops,
 		     u32 count, bool write);
 
-/* vpmu.c: images, targets, the first open and the last close */
-int pfh_activate(void);
-void pfh_arm_lvtpc(void);
-void pfh_deactivate(void);
+/* vpmu.c: images, targets attached and detached */
+void pfh_cpu_quiesce(struct pfh_cpu *pc);
+void pfh_link_thread(struct pfh_file *f, struct pfh_target *t);
+void pfh_unlink(struct pfh_target *t);
+void pfh_target_free_rcu(struct rcu_head *head);
 void pfh_image_load(struct pfh_cpu *pc, struct pfh_target *t, bool by_switch);
 void pfh_image_save(struct pfh_cpu *pc, struct pfh_target *t, bool by_switch);
 struct pfh_target *pfh_find_thread(struct task_struct *task);
 struct pfh_target *pfh_file_target(struct pfh_file *f, u32 kind, u32 id);
 int pfh_attach(struct pfh_file *f, u32 kind, u32 id, u32 flags);
+void pfh_detach(struct pfh_target *t);
+void pfh_file_cleanup(struct pfh_file *f);
+
+/* family.c: children attached at fork with the family's template */
 void pfh_attach_child(struct pfh_target *parent, struct task_struct *child,
 		      struct pfmfs_helper_record *rec);
 int pfh_set_template(struct pfh_target *t, struct pfmfs_helper_msr *ops,
 		     u32 count, u64 tag);
-void pfh_detach(struct pfh_target *t);
-void pfh_file_cleanup(struct pfh_file *f);
+
+/* pmu_setup.c: the first open, the last close, the LVTPC, CPU_STATE */
+int pfh_activate(void);
+void pfh_arm_lvtpc(void);
+void pfh_deactivate(void);
 int pfh_cpu_state(struct pfmfs_helper_cpu_state *st);
 
 /* sched.c: the tracepoint probes */

@@ -2,9 +2,9 @@
 /*
  * Per-thread and per-cpu virtual PMUs: register images loaded and
  * saved on a cpu (with the per-cpu control cache, perfctr's way: only the
- * control registers that differ are written), targets attached and
- * detached, and the PMU set up at the first open and put back at the last
- * close.
+ * control registers that differ are written), and targets attached and
+ * detached. Children attached at fork are family.c's; the PMU set up at the
+ * first open and put back at the last close is pmu_setup.c's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -27,7 +27,6 @@ DEFINE_SPINLOCK(pfh_targets_lock);
 LIST_HEAD(pfh_files);
 atomic_t pfh_nr_threads = ATOMIC_INIT(0);
 unsigned int pfh_nr_cpu_targets;
-static bool pfh_lvtpc_armed;	/* since the first ATTACH or cpu write */
 
 /* Attached threads by task_struct pointer; readers under RCU. */
 static DEFINE_HASHTABLE(pfh_threads, 8);
@@ -59,7 +58,7 @@ struct pfh_target *pfh_file_target(struct pfh_file *f, u32 kind, u32 id)
 }
 
 /* Stops the counters of this cpu's PMU and clears what was programmed. */
-static void pfh_cpu_quiesce(struct pfh_cpu *pc)
+void pfh_cpu_quiesce(struct pfh_cpu *pc)
 {
 	unsigned int i;
 	u64 status;
@@ -249,7 +248,7 @@ static struct pfh_target *pfh_target_alloc(struct pfh_file *f, u32 kind, u32 id)
 	return t;
 }
 
-static void pfh_target_free_rcu(struct rcu_head *head)
+void pfh_target_free_rcu(struct rcu_head *head)
 {
 	struct pfh_target *t = container_of(head, struct pfh_target, rcu);
 
@@ -261,7 +260,7 @@ static void pfh_target_free_rcu(struct rcu_head *head)
 }
 
 /* Under pfh_targets_lock. */
-static void pfh_link_thread(struct pfh_file *f, struct pfh_target *t)
+void pfh_link_thread(struct pfh_file *f, struct pfh_target *t)
 {
 	hash_add_rcu(pfh_threads, &t->hnode, (unsigned long)t->task);
 	list_add_tail(&t->node, &f->targets);
@@ -271,7 +270,7 @@ static void pfh_link_thread(struct pfh_file *f, struct pfh_target *t)
 }
 
 /* Under pfh_targets_lock. */
-static void pfh_unlink(struct pfh_target *t)
+void pfh_unlink(struct pfh_target *t)
 {
 	list_del(&t->node);
 	t->linked = false;
@@ -454,118 +453,6 @@ void pfh_detach(struct pfh_target *t)
 	call_rcu(&t->rcu, pfh_target_free_rcu);
 }
 
-/*
- * The fork probe, for a parent whose family follows its children: the child
- * is attached, before it first runs, with the family's template, if its
- * FORK record `rec` can be queued (else nobody would know it is counted).
- * The record is queued here either way. Preemption is off, under RCU; the
- * child has not been woken, so no cpu loads it before it is linked.
- */
-void pfh_attach_child(struct pfh_target *parent, struct task_struct *child,
-		      struct pfmfs_helper_record *rec)
-{
-	struct pfh_family *fam = parent->family;
-	struct pfh_file *f = parent->owner;
-	struct pfh_target *t = NULL;
-	unsigned long flags;
-	bool queued, free_now, dead;
-
-	/*
-	 * A parent whose monitoring a set-id exec ended (pfh_probe_exec) has
-	 * no children to follow: the opener's rights were checked against
-	 * credentials it no longer has, and perf's inherited events end in
-	 * that exec too. Its FORK record still tells the opener.
-	 */
-	raw_spin_lock_irqsave(&parent->img.lock, flags);
-	dead = parent->img.dead;
-	raw_spin_unlock_irqrestore(&parent->img.lock, flags);
-	if (rec->child_pid && rec->child_tid && !dead)
-		t = kzalloc(sizeof(*t), GFP_NOWAIT | __GFP_NOWARN);
-	if (t) {
-		raw_spin_lock_init(&t->img.lock);
-		t->img.cpu = -1;
-		t->owner = f;
-		t->kind = PFMFS_HELPER_TARGET_THREAD;
-		t->id = rec->child_tid;
-		t->pid = rec->child_pid;
-		raw_spin_lock_irqsave(&fam->lock, flags);
-		memcpy(t->img.evtsel, fam->template.evtsel, sizeof(t->img.evtsel));
-		memcpy(t->img.pmc, fam->template.pmc, sizeof(t->img.pmc));
-		memcpy(t->img.fixed, fam->template.fixed, sizeof(t->img.fixed));
-		t->img.fixed_ctrl = fam->template.fixed_ctrl;
-		t->img.global_ctrl = fam->template.global_ctrl;
-		rec->value = fam->tag;
-		raw_spin_unlock_irqrestore(&fam->lock, flags);
-		refcount_inc(&fam->ref);
-		t->family = fam;
-		get_task_struct(child);
-		t->task = child;
-	}
-
-	spin_lock(&pfh_targets_lock);
-	/*
-	 * Its pid exists since copy_process(): an ATTACH by another opener
-	 * may have taken it already (pfh_attach_thread() checks again under
-	 * this lock, so one of the two wins).
-	 */
-	if (t && parent->linked && !f->closing && !pfh_find_thread(child)) {
-		pfh_link_thread(f, t);
-		rec->flags |= PFMFS_HELPER_FORK_ATTACHED;
-	} else {
-		rec->value = 0;
-	}
-	queued = pfh_queue_record(f, rec);
-	if (t && t->linked && !queued)
-		pfh_unlink(t);
-	/*
-	 * Decided under the lock: once it is linked and the lock dropped, it
-	 * is the opener's, and a DETACH or close may free it at once.
-	 */
-	free_now = t && !t->linked;
-	spin_unlock(&pfh_targets_lock);
-	/* Not linked, or seen in the hash for a moment: freed after RCU readers. */
-	if (free_now)
-		call_rcu(&t->rcu, pfh_target_free_rcu);
-}
-
-/* TEMPLATE, under pfh_mutex: rebuilt whole, all or nothing. */
-int pfh_set_template(struct pfh_target *t, struct pfmfs_helper_msr *ops,
-		     u32 count, u64 tag)
-{
-	struct pfh_family *fam = t->family;
-	struct pfh_image img;
-	unsigned long flags;
-	unsigned int n;
-	u32 i;
-
-	if (!fam)
-		return -ENOENT;
-	memset(&img, 0, sizeof(img));
-	for (i = 0; i < count; i++) {
-		switch (pfh_msr_classify(ops[i].msr, &n)) {
-		case PFH_K_EVTSEL:
-		case PFH_K_PMC:
-		case PFH_K_FIXED:
-		case PFH_K_FIXED_CTRL:
-		case PFH_K_GLOBAL_CTRL:
-			break;
-		default:
-			return -EINVAL;
-		}
-		if (pfh_image_op(&img, &ops[i], true))
-			return -EINVAL;
-	}
-	raw_spin_lock_irqsave(&fam->lock, flags);
-	memcpy(fam->template.evtsel, img.evtsel, sizeof(img.evtsel));
-	memcpy(fam->template.pmc, img.pmc, sizeof(img.pmc));
-	memcpy(fam->template.fixed, img.fixed, sizeof(img.fixed));
-	fam->template.fixed_ctrl = img.fixed_ctrl;
-	fam->template.global_ctrl = img.global_ctrl;
-	fam->tag = tag;
-	raw_spin_unlock_irqrestore(&fam->lock, flags);
-	return 0;
-}
-
 /* IPI at a closing opener's cpus: clears what it left, if no image is loaded. */
 static void pfh_clean_cpu_fn(void *arg)
 {
@@ -589,131 +476,4 @@ void pfh_file_cleanup(struct pfh_file *f)
 	cpus_read_lock();
 	on_each_cpu_mask(f->touched, pfh_clean_cpu_fn, NULL, 1);
 	cpus_read_unlock();
-}
-
-/*
- * IPI of the first open: the control cache filled, and overflows left in
- * GLOBAL_STATUS by a previous user acknowledged (an NMI would take them for
- * ours).
- */
-static void pfh_cpu_up_fn(void *arg)
-{
-	struct pfh_cpu *pc = this_cpu_ptr(&pfh_cpus);
-	unsigned int i;
-	u64 status;
-
-	for (i = 0; i < pfh_shape.nr_gp; i++)
-		if (pfh_rdmsr(PFH_MSR_EVTSEL0 + i, &pc->evtsel[i]))
-			pc->evtsel[i] = PFH_CACHE_UNKNOWN;
-	pc->fixed_ctrl = 0;
-	if (pfh_shape.nr_fixed && pfh_rdmsr(PFH_MSR_FIXED_CTRL, &pc->fixed_ctrl))
-		pc->fixed_ctrl = PFH_CACHE_UNKNOWN;
-	if (!pfh_rdmsr(PFH_MSR_GLOBAL_STATUS, &status) &&
-	    (status & pfh_shape.counter_bits))
-		pfh_wrmsr(PFH_MSR_GLOBAL_OVF, status & pfh_shape.counter_bits);
-	pc->loaded = NULL;
-	pc->swallow = 0;
-	pc->lvtpc_armed = false;
-	WRITE_ONCE(pc->ready, true);
-}
-
-/* IPI of the last close: counters stopped, controls 0, LVTPC put back. */
-static void pfh_cpu_down_fn(void *arg)
-{
-	struct pfh_cpu *pc = this_cpu_ptr(&pfh_cpus);
-
-	if (!pc->ready)
-		return;
-	pfh_cpu_quiesce(pc);
-	WRITE_ONCE(pc->ready, false);
-	if (pc->lvtpc_armed)
-		pfh_lvtpc_restore(pc);
-	pc->lvtpc_armed = false;
-}
-
-static void pfh_lvtpc_arm_fn(void *arg)
-{
-	struct pfh_cpu *pc = this_cpu_ptr(&pfh_cpus);
-
-	if (pc->ready && !pc->lvtpc_armed) {
-		pfh_lvtpc_arm(pc);
-		pc->lvtpc_armed = true;
-	}
-}
-
-/*
- * LVTPC for NMIs on every cpu, when an opener first programs the PMU (its
- * first ATTACH or cpu MSR write) rather than at the first open: an opener
- * that only looks (CPU_STATE, STATS) leaves the APIC as it was. Put back
- * at the last close. Under pfh_mutex.
- */
-void pfh_arm_lvtpc(void)
-{
-	if (pfh_lvtpc_armed)
-		return;
-	cpus_read_lock();
-	on_each_cpu(pfh_lvtpc_arm_fn, NULL, 1);
-	cpus_read_unlock();
-	pfh_lvtpc_armed = true;
-}
-
-/* The first open, under pfh_mutex: the counters reserved, the cache filled. */
-int pfh_activate(void)
-{
-	int ret = pfh_reserve();
-
-	if (ret)
-		return ret;
-	cpus_read_lock();
-	on_each_cpu(pfh_cpu_up_fn, NULL, 1);
-	cpus_read_unlock();
-	return 0;
-}
-
-/* The last close, under pfh_mutex; every target is detached. */
-void pfh_deactivate(void)
-{
-	int cpu;
-
-	cpus_read_lock();
-	on_each_cpu(pfh_cpu_down_fn, NULL, 1);
-	cpus_read_unlock();
-	/* cpus that went offline meanwhile */
-	for_each_possible_cpu(cpu)
-		WRITE_ONCE(per_cpu(pfh_cpus, cpu).ready, false);
-	pfh_lvtpc_armed = false;
-	pfh_unreserve();
-}
-
-struct pfh_cpu_state_req {
-	struct pfmfs_helper_cpu_state *st;
-	int ret;
-};
-
-static void pfh_cpu_state_fn(void *arg)
-{
-	struct pfh_cpu_state_req *req = arg;
-	struct pfh_cpu *pc = this_cpu_ptr(&pfh_cpus);
-	struct pfh_image *img = READ_ONCE(pc->loaded);
-	struct pfh_target *t;
-
-	req->st->lvtpc = apic_read(APIC_LVTPC);
-	req->st->lvtpc_found = pc->lvtpc_found;
-	req->st->owner_tid = 0;
-	if (img) {
-		t = pfh_img_target(img);
-		if (t->kind == PFMFS_HELPER_TARGET_THREAD)
-			req->st->owner_tid = t->id;
-	}
-	req->ret = pfh_rdmsr(PFH_MSR_GLOBAL_CTRL, &req->st->global_ctrl);
-}
-
-/* CPU_STATE, under pfh_mutex (the loaded target cannot be freed). */
-int pfh_cpu_state(struct pfmfs_helper_cpu_state *st)
-{
-	struct pfh_cpu_state_req req = { .st = st };
-
-	if (smp_call_function_single(st->cpu, pfh_cpu_state_fn, &req, 1))
-		return -EINVAL;
-	return req.ret;
 }
