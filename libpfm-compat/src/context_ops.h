@@ -6,6 +6,7 @@
 // takes no lock, and so may run in a signal handler.
 #pragma once
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,7 +90,12 @@ int loadContext(Context& c, uint32_t target, const uint16_t* set);  // set == nu
 int startContext(Context& c, const uint16_t* set);                  // nullptr: plain `start`
 int simpleCommand(Context& c, const char* command);                 // stop, restart, unload
 
-// Event sets (PFM_SETFL_* flags). createSet returns the effective timeout.
+// A mount error of a path under sets/: a missing sets/N means an unknown
+// set, which perfmon2 called EINVAL.
+inline int setError(int err) { return err == ENOENT ? -EINVAL : -err; }
+
+// Event sets (PFM_SETFL_* flags), in set_ops.cpp. createSet returns the
+// effective timeout.
 int createSet(Context& c, uint16_t id, uint32_t flags, uint64_t timeout_ns, uint64_t* effective_ns);
 int deleteSet(Context& c, uint16_t id);
 struct SetStatus {
