@@ -36,13 +36,24 @@ class DrivenThread {
   // The values of `set`, one per PMD slot; zeros for a set the thread has
   // not held a value of yet.
   std::vector<ThreadPmd>& pmds(std::uint16_t set, std::size_t slots) {
-    auto& v = sets_[set];
-    if (v.size() != slots) v.resize(slots);
-    return v;
+    // Most lookups ask for the set asked last (the active one): it is kept,
+    // and std::map's nodes stay where they are until erased.
+    if (!last_ || last_set_ != set) {
+      last_ = &sets_[set];
+      last_set_ = set;
+    }
+    if (last_->size() != slots) last_->resize(slots);
+    return *last_;
   }
   // A deleted set, or a session's state released: its values go.
-  void forgetSet(std::uint16_t set) { sets_.erase(set); }
-  void forgetSets() { sets_.clear(); }
+  void forgetSet(std::uint16_t set) {
+    sets_.erase(set);
+    if (last_set_ == set) last_ = nullptr;
+  }
+  void forgetSets() {
+    sets_.clear();
+    last_ = nullptr;
+  }
 
   std::unique_ptr<pmu::TargetPmu> pmu;  // while loaded (the target) or followed (a child)
   pid_t pid = 0;                        // 0 for a cpu target
@@ -55,6 +66,8 @@ class DrivenThread {
 
  private:
   std::map<std::uint16_t, std::vector<ThreadPmd>> sets_;
+  std::vector<ThreadPmd>* last_ = nullptr;  // sets_[last_set_]
+  std::uint16_t last_set_ = 0;
 };
 
 }  // namespace pfmfs::session
