@@ -248,6 +248,25 @@ uint64_t kt_cputime(pid_t tid)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/*
+ * A thread's own CPU time (its sum_exec_runtime), also once it is a zombie:
+ * the first field of /proc/TID/schedstat. (kt_cputime's clock of another
+ * process is the whole process's, its exited threads included.)
+ */
+uint64_t kt_own_cputime(pid_t tid)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)tid);
+	f = fopen(path, "r");
+	CHECK(f != NULL, "%s: %s", path, strerror(errno));
+	CHECK(fscanf(f, "%llu", &ns) == 1, "%s: no CPU time", path);
+	fclose(f);
+	return ns;
+}
+
 long kt_ctxt(pid_t tid, int voluntary)
 {
 	const char *key = voluntary ? "voluntary_ctxt_switches:" :

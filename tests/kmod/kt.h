@@ -112,6 +112,7 @@ pid_t kt_gettid(void);
 void kt_pin(int cpu);			/* the calling thread */
 int kt_ncpus(void);
 uint64_t kt_cputime(pid_t tid);		/* ns on cpu: CPU-time clocks */
+uint64_t kt_own_cputime(pid_t tid);	/* a thread's own, a zombie's too: schedstat */
 long kt_ctxt(pid_t tid, int voluntary);	/* context switches, /proc/TID/status */
 char kt_state(pid_t tid);		/* R, S, D... from /proc/TID/stat */
 /*

@@ -200,25 +200,6 @@ static void exit_fork_child(int cmd, int reply)
 	_exit(2);
 }
 
-/*
- * A thread's own CPU time (its sum_exec_runtime), also once it is a zombie:
- * the first field of /proc/TID/schedstat. (kt_cputime's clock of another
- * process is the whole process's, its exited threads included.)
- */
-static uint64_t own_cputime(pid_t tid)
-{
-	char path[64];
-	unsigned long long ns = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)tid);
-	f = fopen(path, "r");
-	CHECK(f != NULL, "%s: %s", path, strerror(errno));
-	CHECK(fscanf(f, "%llu", &ns) == 1, "%s: no CPU time", path);
-	fclose(f);
-	return ns;
-}
-
 void t_exit_fork(void)
 {
 	struct pfmfs_helper_record rec;
@@ -282,8 +263,8 @@ void t_exit_fork(void)
 	 */
 	CHECK(wait_state(child, 'Z', 60000), "the child is no zombie");
 	sw1 = kt_ctxt(child, 1) + kt_ctxt(child, 0);
-	CHECK(own_cputime(child) == exit_cpu, "the EXIT record says %llu ns of CPU time, the zombie's own %llu ns",
-	      (unsigned long long)exit_cpu, (unsigned long long)own_cputime(child));
+	CHECK(kt_own_cputime(child) == exit_cpu, "the EXIT record says %llu ns of CPU time, the zombie's own %llu ns",
+	      (unsigned long long)exit_cpu, (unsigned long long)kt_own_cputime(child));
 	waitpid(child, NULL, 0);
 	CHECK(!kt_read_record(fd, &rec, 200), "another record (type %u tid %u)",
 	      rec.type, rec.tid);
