@@ -23,6 +23,7 @@
 #include "session/engine.h"
 #include "session/session.h"
 #include "tests/support/forked_child.h"
+#include "tests/support/session_rig.h"
 #include "tests/support/sim_fixture.h"
 
 namespace {
@@ -78,38 +79,24 @@ int oneChild(const ChildIo& io) {
   return io.awaitGo() ? 0 : 1;
 }
 
-class Inherit : public ::testing::Test {
+// The shared fixture, with the steps inheritance needs: a notifying PMD with
+// both resets, a load on another process's thread, waits for the engine to
+// hear of children.
+class Inherit : public ::testing::Test, public pfmfs::testing::SessionRig {
  protected:
-  void SetUp() override { s_ = sim_.newSession(); }
-
   void flagsInherit() {
     Flags f;
     f.inherit = true;
-    Status st = s_->setFlags(f);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void pmc(unsigned set, unsigned index, u64 value) {
-    Status st = s_->writePmc(Caller::root(), set, PmcWrite{index, value, false});
-    ASSERT_TRUE(st.ok()) << st.error().reason;
+    flags(f);
   }
   void pmd(unsigned set, unsigned index, u64 value, bool notify = false, u64 reset = 0) {
-    PmdWrite w;
-    w.index = index;
-    w.value = value;
+    PmdWrite w = pfmfs::testing::pmdWrite(index, value);
     w.notify = notify;
     w.short_reset = reset;
     w.long_reset = reset;
-    Status st = s_->writePmd(set, w);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
+    SessionRig::pmd(set, w);
   }
-  void load(pid_t tid) {
-    Status st = s_->load(Caller::root(), tid);
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
-  void start() {
-    Status st = s_->start();
-    ASSERT_TRUE(st.ok()) << st.error().reason;
-  }
+  void load(pid_t tid) { ok(s_->load(Caller::root(), tid)); }
   // Waits (a minute at most) until the engine's state satisfies `ok`.
   StateInfo waitState(const std::function<bool(const StateInfo&)>& ok) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
@@ -123,20 +110,11 @@ class Inherit : public ::testing::Test {
   StateInfo waitFollowed(std::size_t n) {
     return waitState([n](const StateInfo& i) { return i.followed == n; });
   }
-  CountLine line(unsigned set, unsigned pmd) {
-    for (const CountLine& c : s_->counts())
-      if (c.set == set && c.pmd == pmd) return c;
-    ADD_FAILURE() << "no counts line for set " << set << " pmd " << pmd;
-    return {};
-  }
   u64 value(unsigned set, unsigned pmd) {
     auto r = s_->readPmd(set, pmd);
     EXPECT_TRUE(r.ok());
     return r ? r->value : 0;
   }
-
-  SimEngine sim_;
-  std::shared_ptr<Session> s_;
 };
 
 // A child counts from its creation with the session's control and fresh

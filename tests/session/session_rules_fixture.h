@@ -1,9 +1,10 @@
 // The fixture of the session-rules tests (session_rules_test.cpp,
 // session_sets_test.cpp, session_registers_test.cpp,
-// session_thread_exit_test.cpp): a root session on the sim's manual clock,
-// helpers that build writes and read a session back, and
-// EXPECT_FAILS_CLEANLY, which asserts that a failing operation changes
-// nothing a user can observe and leaves a reason in error().
+// session_thread_exit_test.cpp): the shared SessionRig (a root session on
+// the sim's manual clock) remade per configuration, helpers that build
+// writes and read a session back, and EXPECT_FAILS_CLEANLY, which asserts
+// that a failing operation changes nothing a user can observe and leaves a
+// reason in error().
 #pragma once
 
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #include "pmu/host_info.h"
 #include "session/engine.h"
 #include "session/session.h"
+#include "tests/support/session_rig.h"
 #include "tests/support/sim_fixture.h"
 
 namespace pfmfs::testing::rules {
@@ -55,6 +57,7 @@ using pfmfs::testing::kCycles;
 using pfmfs::testing::kInstructions;
 using pfmfs::testing::kOs;
 using pfmfs::testing::kUsr;
+using pfmfs::testing::SessionRig;
 using pfmfs::testing::SimConfig;
 using pfmfs::testing::SimEngine;
 using ::testing::HasSubstr;
@@ -246,16 +249,19 @@ class SessionRules : public ::testing::Test {
  protected:
   void SetUp() override { make(SimConfig{}); }
 
+  // A fresh engine and session ("s") of `config`, in place of the old ones.
   void make(const SimConfig& config) {
     s_.reset();
-    sim_ = std::make_unique<SimEngine>(config);
-    s_ = sim_->newSession("s");
+    rig_.reset();
+    rig_ = std::make_unique<SessionRig>(config);
+    s_ = rig_->sessionPtr();
     ASSERT_NE(s_, nullptr);
   }
 
-  Session& s() { return *s_; }
-  SimEngine& sim() { return *sim_; }
-  std::string snap() { return snapshot(*sim_, *s_); }
+  SessionRig& rig() { return *rig_; }
+  Session& s() { return rig_->s(); }
+  SimEngine& sim() { return rig_->sim(); }
+  std::string snap() { return snapshot(sim(), s()); }
 
   // Set 0: pmc0 counts cycles into pmd0, which notifies on overflow after 10
   // events (long reset `long_reset`). Loaded on this thread, started, and
@@ -268,10 +274,10 @@ class SessionRules : public ::testing::Test {
     ASSERT_TRUE(x.writePmd(0, w).ok());
     ASSERT_TRUE(x.load(kRoot, gettidNow()).ok());
     ASSERT_TRUE(x.start().ok());
-    sim_->advance(10);
+    sim().advance(10);
     ASSERT_EQ(x.state().state, State::Masked);
   }
-  void makeMasked() { makeMasked(*s_); }
+  void makeMasked() { makeMasked(s()); }
 
   // A session with something in every part of it: two sets with registers,
   // a switch spec, flags.
@@ -290,17 +296,21 @@ class SessionRules : public ::testing::Test {
     ASSERT_TRUE(x.writePmc(kRoot, 3, pmc(1, kInstructions, true)).ok());
     ASSERT_TRUE(x.writePmd(3, pmd(1, 5)).ok());
   }
-  void makeRich() { makeRich(*s_); }
+  void makeRich() { makeRich(s()); }
 
   void makeRichActive() {
     makeRich();
     ASSERT_TRUE(s().load(kRoot, gettidNow()).ok());
     ASSERT_TRUE(s().start().ok());
-    sim_->advance(100);
+    sim().advance(100);
     ASSERT_EQ(s().state().state, State::Active);
   }
 
-  std::unique_ptr<SimEngine> sim_;
+  // The shared fixture (tests/support/session_rig.h), remade by make(); held,
+  // not derived from, so that its steps (pmc(), pmd(), timeSwitch()) do not
+  // hide the write builders above in the tests. s_ is its session, for the
+  // tests that compare it with what the engine finds.
+  std::unique_ptr<SessionRig> rig_;
   std::shared_ptr<Session> s_;
 };
 

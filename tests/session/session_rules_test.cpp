@@ -397,7 +397,7 @@ TEST_F(SessionRules, UnloadForgetsAStoppedMask) {
   ASSERT_TRUE(s().writePmd(0, w).ok());
   ASSERT_TRUE(s().load(kRoot, gettidNow()).ok());
   ASSERT_TRUE(s().start().ok());
-  sim_->advance(10);
+  sim().advance(10);
   ASSERT_EQ(s().state().state, State::Masked);
   ASSERT_TRUE(s().restart().ok());
   EXPECT_EQ(s().state().state, State::Active);

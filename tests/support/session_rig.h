@@ -1,9 +1,12 @@
 // One engine over the sim (manual clock), one root session in it, and short
 // steps that assert each succeeds: the shared fixture of the session tests.
-// A test that needs more (a fast page, sampling periods) derives from it.
+// A test that needs more (a fast page, a target process) derives from it;
+// a gtest fixture that remakes it per configuration holds one
+// (SessionRules, tests/session/session_rules_fixture.h).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <memory>
@@ -40,6 +43,8 @@ class SessionRig {
 
   SimEngine& sim() { return sim_; }
   session::Session& s() { return *s_; }
+  // The session as the engine holds it (null if it could not be made).
+  const std::shared_ptr<session::Session>& sessionPtr() const { return s_; }
 
   // Asserts that `st` succeeded, with its reason if not.
   void ok(const Status& st) { ASSERT_TRUE(st.ok()) << st.error().reason; }
@@ -53,6 +58,15 @@ class SessionRig {
     ASSERT_TRUE(st.ok()) << "pmd" << w.index << ": " << st.error().reason;
   }
   void pmd(unsigned set, unsigned index, std::uint64_t value) { pmd(set, pmdWrite(index, value)); }
+  // A sampling counter: value neg(first), resets neg(short)/neg(long).
+  void period(unsigned set, unsigned index, std::uint64_t first, std::optional<std::uint64_t> short_p,
+              std::optional<std::uint64_t> long_p, bool notify) {
+    session::PmdWrite w = pmdWrite(index, neg(first));
+    if (short_p) w.short_reset = neg(*short_p);
+    if (long_p) w.long_reset = neg(*long_p);
+    w.notify = notify;
+    pmd(set, w);
+  }
   void createSet(unsigned id) { ok(s_->createSet(id)); }
   void setSwitch(unsigned set, const session::SwitchSpec& spec) { ok(s_->setSwitch(set, spec)); }
   void timeSwitch(unsigned set, std::uint64_t ns) { setSwitch(set, session::SwitchSpec{true, ns, false}); }
@@ -95,9 +109,20 @@ class SessionRig {
     return session::CountLine{};
   }
 
- private:
+ protected:
   SimEngine sim_;
   std::shared_ptr<session::Session> s_;
 };
+
+// An overflow message of this thread.
+inline void expectOverflowMessage(const session::Message& m, std::uint64_t seq, std::uint16_t set, pmu::RegMask pmds) {
+  EXPECT_EQ(m.type, session::MessageType::Overflow);
+  EXPECT_EQ(m.seq, seq);
+  EXPECT_EQ(m.set, set) << "seq " << seq;
+  EXPECT_EQ(m.pmds, pmds) << "seq " << seq;
+  EXPECT_EQ(m.pid, ::getpid()) << "seq " << seq;
+  EXPECT_EQ(m.tid, gettidNow()) << "seq " << seq;
+  EXPECT_EQ(m.cpu, 0) << "seq " << seq;
+}
 
 }  // namespace pfmfs::testing
