@@ -191,14 +191,12 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   driven.pid = pid;
   driven.tid = mode_ == Mode::Thread ? target : 0;
   driven.last_time = driven.pmu->timeNs();
-  child_image_.reset();
   target_ = t;
   state_ = State::Loaded;
   late_restart_ok_ = false;
   ever_loaded_ = true;
   exited_ = false;
-  target_exited_ = false;
-  ++control_gen_;
+  inheritance_.loaded();
   tree_now_ = 0;
   overflow_budget_.fill();
   active_set_ = first;
@@ -236,10 +234,8 @@ void Session::releaseState() {
   std::vector<std::uint64_t>().swap(hw_);
   std::vector<std::uint64_t>().swap(pmc_image_);
   std::vector<std::uint64_t>().swap(values_);
-  aggregate_children_.clear();
+  inheritance_.release();
   std::vector<pmu::ChildEvent>().swap(child_events_);
-  child_image_.reset();
-  child_image_scratch_ = ChildImage{};
   random_.reset();
 }
 
@@ -256,7 +252,6 @@ void Session::unloadLocked(bool exited) {
   // Children still followed are followed no more: their counts are not
   // final, so they are not merged.
   dropFollowers();
-  target_exited_ = false;
   engine_.noTicks(this);
   engine_.releaseTarget(mode_, target_.id, this);
   target().pmu.reset();
@@ -392,7 +387,7 @@ Status Session::restart() {
     // The resets are the overflowing thread's; a child that exited since
     // has nothing left to reset.
     for (auto& t : threads_) {
-      if (t->serial != pending_thread_ || (isTarget(*t) && target_exited_)) continue;
+      if (t->serial != pending_thread_ || (isTarget(*t) && inheritance_.hasTargetExited())) continue;
       resetPmds(*t, *s, pending_resets_, true);
     }
   }

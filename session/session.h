@@ -27,6 +27,7 @@
 #include "session/driven_thread.h"
 #include "session/event_set.h"
 #include "session/fast_page_publisher.h"
+#include "session/inheritance.h"
 #include "session/message_queue.h"
 #include "session/overflow_budget.h"
 #include "session/register_rules.h"
@@ -208,7 +209,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   bool isTarget(const DrivenThread& t) const { return &t == threads_.front().get(); }
   template <class Fn>
   void forEachDriven(Fn&& fn) {
-    if (target().pmu && (!target_exited_ || aggregate_)) fn(target());
+    if (target().pmu && (!inheritance_.hasTargetExited() || aggregate_)) fn(target());
     for (std::size_t i = 1; i < threads_.size(); ++i) fn(*threads_[i]);
   }
   std::size_t followedThreads() const { return threads_.size() - 1; }
@@ -264,7 +265,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void liveValues(const EventSet& set, pmu::RegMask pmds);
 
   // Inheritance (session_children.cpp).
-  bool followingChildren() const { return followedThreads() > 0 || !aggregate_children_.empty(); }
+  bool followingChildren() const { return followedThreads() > 0 || inheritance_.aggregateCount() > 0; }
   void drainChildEvents();
   void adoptFollower(const pmu::ChildEvent& e);
   void finishFollower(std::size_t i, std::optional<std::uint64_t> final_time_ns);
@@ -324,30 +325,17 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   bool stopped_while_masked_ = false;  // masked, then stop: restart leaves the session loaded
   bool late_restart_ok_ = false;       // unloaded while masked: one restart is a late acknowledgement
 
-  // Inheritance, while loaded.
-  bool target_exited_ = false;                         // the target is gone, children still followed
-  std::uint64_t control_gen_ = 0;                      // a new value at every load and PMC write
-  std::map<pid_t, std::uint64_t> aggregate_children_;  // Aggregate: tid -> generation at creation
-  std::vector<pmu::ChildEvent> child_events_;          // scratch
-  std::uint64_t tree_now_ = 0;        // treeClock(): the session's time, CPU time of every followed thread
-  std::uint64_t pending_thread_ = 0;  // masked: the serial of the thread whose PMDs restart resets
-  // publishChildImage(): what the backend was last told children start with.
-  struct ChildImage {
-    std::uint16_t set = 0;
-    std::vector<std::uint64_t> pmcs, pmd_bits;
-    pmu::RegMask pmds = 0;
-    bool counting = false;
-    bool operator==(const ChildImage&) const = default;
-  };
-  std::optional<ChildImage> child_image_;
-  ChildImage child_image_scratch_;
+  // Inheritance (inheritance.h): control generations, the children a
+  // backend counts itself, merged and dropped figures, the child image.
+  Inheritance inheritance_;
+  std::vector<pmu::ChildEvent> child_events_;  // scratch
+  std::uint64_t tree_now_ = 0;                 // treeClock(): the session's time, CPU time of every followed thread
+  std::uint64_t pending_thread_ = 0;           // masked: the serial of the thread whose PMDs restart resets
 
   FastPagePublisher fast_page_;  // setFastPage(): where the page goes, what it shows
 
   // Across loads.
   std::uint64_t enabled_ns_ = 0;
-  std::uint64_t merged_ = 0;   // children's results added
-  std::uint64_t dropped_ = 0;  // children's results not added
   // Made at the first random reset: 2.5 KB that most sessions never use.
   std::unique_ptr<std::mt19937_64> random_;
 };

@@ -10,6 +10,10 @@
 //   masking and overflows apply to every followed thread at once.
 // - Aggregate (perf): the kernel's inherited events count the children and
 //   switch with the target's; the backend reports each child's final counts.
+//
+// What is kept about children beside the threads (control generations, the
+// Aggregate children, merged and dropped figures, the child image) is the
+// Inheritance collaborator's (inheritance.h); this file moves the threads.
 #include <fmt/format.h>
 
 #include "session/engine.h"
@@ -28,7 +32,7 @@ void Session::drainChildEvents() {
     if (!loaded()) break;
     if (e.kind == pmu::ChildEvent::Kind::Created) {
       if (aggregate_) {
-        aggregate_children_[e.tid] = control_gen_;
+        inheritance_.aggregateCreated(e.tid);
       } else {
         adoptFollower(e);
       }
@@ -46,7 +50,7 @@ void Session::drainChildEvents() {
   }
   child_events_.clear();
   // The target went first: the session ends with its last child.
-  if (loaded() && target_exited_ && !followingChildren()) unloadLocked(true);
+  if (loaded() && inheritance_.hasTargetExited() && !followingChildren()) unloadLocked(true);
 }
 
 // A child starts with the control of the moment (the active set, its PMCs)
@@ -56,7 +60,7 @@ void Session::adoptFollower(const pmu::ChildEvent& e) {
   auto adopted = target().pmu->adoptChild(e.tid, listener);
   if (!adopted) {
     // Nothing of it will be counted: say so in the figures.
-    ++dropped_;
+    inheritance_.dropped();
     return;
   }
   auto f = std::make_unique<DrivenThread>();
@@ -64,7 +68,7 @@ void Session::adoptFollower(const pmu::ChildEvent& e) {
   f->tid = e.tid;
   f->pmu = std::move(*adopted);
   f->serial = next_serial_++;
-  f->generation = control_gen_;
+  f->generation = inheritance_.generation();
   // Lockstep (manual clock): its time 0 is the session's now. Tree clock: its
   // whole CPU time since its creation is the session's.
   f->origin = treeClock() ? 0 : target().pmu->timeNs();
@@ -76,7 +80,7 @@ void Session::adoptFollower(const pmu::ChildEvent& e) {
   }
   if (!treeClock()) f->pmu->advanceTo(0);
   if (Status st = programActive(*f); !st) {
-    ++dropped_;
+    inheritance_.dropped();
     return;
   }
   if (counting()) f->pmu->enable();
@@ -98,7 +102,7 @@ void Session::finishFollower(std::size_t i, std::optional<std::uint64_t> final_t
   f.pmu->disable();
   if (counting()) foldActive(f);
   if (f.held) f.pmu->hold(false);
-  if (f.generation == control_gen_) {
+  if (f.generation == inheritance_.generation()) {
     for (auto& [id, set] : sets_) {
       const std::vector<ThreadPmd>& pmds = valuesOf(f, set);
       for (std::size_t slot = 0; slot < pmds.size(); ++slot) {
@@ -106,21 +110,19 @@ void Session::finishFollower(std::size_t i, std::optional<std::uint64_t> final_t
         set.pmd(slot).children = saturatingAdd(set.pmd(slot).children, events);
       }
     }
-    ++merged_;
+    inheritance_.merged();
   } else {
-    ++dropped_;
+    inheritance_.dropped();
   }
   if (pending_thread_ == f.serial) pending_resets_ = 0;
   threads_.erase(threads_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 void Session::aggregateExited(const pmu::ChildEvent& e) {
-  auto it = aggregate_children_.find(e.tid);
-  if (it == aggregate_children_.end()) return;  // created before the load, or its news lost
-  const bool same_control = it->second == control_gen_;
-  aggregate_children_.erase(it);
-  if (!same_control || !e.counts || !e.counts->complete) {
-    ++dropped_;
+  std::optional<bool> same_control = inheritance_.aggregateExited(e.tid);
+  if (!same_control) return;  // created before the load, or its news lost
+  if (!*same_control || !e.counts || !e.counts->complete) {
+    inheritance_.dropped();
     return;
   }
   for (const auto& [id, events] : e.counts->by_set) {
@@ -129,13 +131,13 @@ void Session::aggregateExited(const pmu::ChildEvent& e) {
     for (std::size_t slot = 0; slot < events.size() && slot < set->pmdCount(); ++slot)
       set->pmd(slot).children = saturatingAdd(set->pmd(slot).children, events[slot]);
   }
-  ++merged_;
+  inheritance_.merged();
 }
 
 // The target exited. Without followed children that ends the session (an
 // `end` message); with them it goes on until the last one exits.
 void Session::targetExitedLocked() {
-  if (target_exited_) return;
+  if (inheritance_.hasTargetExited()) return;
   if (!flags_.inherit || !followingChildren()) return unloadLocked(true);
   catchUpNow();
   if (!loaded()) return;
@@ -151,7 +153,7 @@ void Session::targetExitedLocked() {
     t.held = false;
     if (pending_thread_ == t.serial) pending_resets_ = 0;
   }
-  target_exited_ = true;
+  inheritance_.targetExited();
 }
 
 // Aggregate: the backend needs every set's events in place before children
@@ -178,14 +180,14 @@ Status Session::prepareSets() {
 // whether the session counts. Told only when it changed.
 Status Session::publishChildImage() {
   if (!loaded() || !flags_.inherit || aggregate_ || mode_ != Mode::Thread) {
-    child_image_.reset();
+    inheritance_.forgetTold();
     return {};
   }
   // Built in a scratch image that keeps its capacity: this runs at the end
   // of every operation that changes the session or brings it to the present
   // (reads of counts too), and allocates nothing once warm.
   EventSet& s = activeSet();
-  ChildImage& img = child_image_scratch_;
+  ChildImage& img = inheritance_.draft();
   img.set = s.id();
   img.pmcs.resize(desc_.pmcs.size());
   img.pmd_bits.resize(desc_.pmds.size());
@@ -194,26 +196,21 @@ Status Session::publishChildImage() {
     img.pmd_bits[slot] = s.pmd(slot).initial & desc_.pmds[slot].widthMask();
   img.pmds = s.usedPmds();
   img.counting = counting();
-  if (child_image_ == img) return {};
-  if (child_image_)
-    std::swap(*child_image_, img);
-  else
-    child_image_ = img;
-  Status st = target().pmu->setChildImage(
-      pmu::SetImage{child_image_->set, child_image_->pmcs, child_image_->pmds, child_image_->pmd_bits},
-      child_image_->counting);
+  const ChildImage* told = inheritance_.tellIfChanged();
+  if (!told) return {};
+  Status st =
+      target().pmu->setChildImage(pmu::SetImage{told->set, told->pmcs, told->pmds, told->pmd_bits}, told->counting);
   // Not told: the next operation tells it again.
-  if (!st) child_image_.reset();
+  if (!st) inheritance_.forgetTold();
   return st;
 }
 
 // Unload with children still followed: they are let go, their counts
 // unfinished and not merged.
 void Session::dropFollowers() {
-  dropped_ += followedThreads() + aggregate_children_.size();
+  inheritance_.dropAll(followedThreads());
   for (std::size_t i = 1; i < threads_.size(); ++i) threads_[i]->pmu->disable();
   threads_.resize(1);
-  aggregate_children_.clear();
 }
 
 }  // namespace pfmfs::session

@@ -59,7 +59,7 @@ void Session::publishFastPage() {
 bool Session::fillFastPage(fastpath::Page& p) {
   auto fits = [this] {
     return loaded() && state_ != State::Masked && mode_ == Mode::Thread && target_.kind == pmu::TargetKind::Thread &&
-           !flags_.inherit && !target_exited_ && target().pmu;
+           !flags_.inherit && !inheritance_.hasTargetExited() && target().pmu;
   };
   if (!fits()) return false;
   const bool still = !counting() || engine_.backend().clock() == pmu::ClockKind::Manual;

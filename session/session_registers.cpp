@@ -56,7 +56,7 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
     if (const auto* p = std::get_if<PmdWrite>(&w))
       values[static_cast<std::size_t>(desc_.pmdSlot(p->index))].value = p->value;
   // A new control: children created before it are not merged (pfmfs(5), INHERITANCE).
-  if (reprograms && loaded()) ++control_gen_;
+  if (reprograms && loaded()) inheritance_.controlChanged();
   if (live) {
     Status st = prepareSets();
     if (st) st = programAll();
@@ -84,7 +84,7 @@ Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
 void Session::liveValues(const EventSet& set, RegMask pmds) {
   values_.resize(desc_.pmds.size());
   // The target's own values: live while its set counts, folded once it exited.
-  const bool on_hw = counting() && set.id() == active_set_ && (!target_exited_ || aggregate_);
+  const bool on_hw = counting() && set.id() == active_set_ && (!inheritance_.hasTargetExited() || aggregate_);
   RegMask live = on_hw ? pmds & set.usedPmds() : 0;
   if (live) readHw(target(), live);
   // A counter whose interrupt is in skid has wrapped: the carry its interrupt

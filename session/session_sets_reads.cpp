@@ -95,10 +95,10 @@ StateInfo Session::state() {
   i.exited = exited_;
   if (loaded()) i.unscheduled_ns = target().pmu->unscheduledNs();
   i.inherit = flags_.inherit;
-  i.target_exited = loaded() && target_exited_;
-  i.followed = followedThreads() + aggregate_children_.size();
-  i.merged = merged_;
-  i.dropped = dropped_;
+  i.target_exited = loaded() && inheritance_.hasTargetExited();
+  i.followed = followedThreads() + inheritance_.aggregateCount();
+  i.merged = inheritance_.mergedCount();
+  i.dropped = inheritance_.droppedCount();
   op.publishUnreported();
   return i;
 }

@@ -50,9 +50,9 @@ void Session::catchUp() {
   // A backend that notices its target is gone (the sim's real clock reading a
   // reaped thread's CPU time, perf's hangup) ends the target's part. News of
   // children it created just before it went came first: they are followed.
-  if (loaded() && !target_exited_ && target().pmu->gone()) {
+  if (loaded() && !inheritance_.hasTargetExited() && target().pmu->gone()) {
     drainChildEvents();
-    if (loaded() && !target_exited_) targetExitedLocked();
+    if (loaded() && !inheritance_.hasTargetExited()) targetExitedLocked();
   }
 }
 
