@@ -12,6 +12,17 @@ namespace pfmstat {
 
 // A reason quotes what the user wrote: bytes that are not printable ASCII
 // are shown as \xNN, so that a reason is always one printable line.
+//
+// Not pfmfs::printable (pmu/result.h), on purpose. That one escapes a
+// fragment of user input quoted inside a daemon's reason; this one cleans a
+// whole reason, and they differ where that matters:
+//  - no cap at 64 bytes: a pfmstat reason is whole, and may rightly be long
+//    (a refused group quotes its whole event list, tests/pfmstat Plan.Refused);
+//  - a backslash stays as it is: a reason may quote the mount's `error` file,
+//    which the daemon already made printable (a control byte there reads
+//    \x1b), and escaping it again would show \x5cx1b.
+// Nor may pfmstat include pmu/result.h: pfmstat links nothing of the daemon,
+// and the layer graph (scripts/check_layers.py) lets it use base/ only.
 inline std::string printableReason(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {
