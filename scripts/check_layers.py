@@ -16,18 +16,19 @@ import sys
 # unit: the units it may include besides itself. Below a unit is only what it
 # may use: pmu knows no session, session no FUSE, and fs no backend.
 LAYERS = {
-    'fastpath': [],                       # the mapped page's layout, shared with libpfm-compat
+    'base': [],                           # Mutex and the thread-safety macros: every unit's
+    'fastpath': ['base'],                       # the mapped page's layout, shared with libpfm-compat
     'helper-kmod/uapi': [],               # the helper module's ioctl ABI
-    'pmu': [],                            # Backend, PmuDescription, the registry
-    'pmu/perf_event': ['pmu'],            # perf_event_open utilities of several backends
-    'pmu/sim': ['pmu', 'pmu/perf_event'],
-    'pmu/perf': ['pmu', 'pmu/perf_event'],
-    'pmu/x86': ['pmu', 'helper-kmod/uapi'],
-    'session': ['pmu', 'fastpath'],
-    'fs': ['session', 'pmu', 'fastpath'],
-    'pfmstat': [],                        # a client of the mount: links nothing of the daemon
-    'libpfm-compat': ['fastpath'],        # a client of the mount, and the fast path's reader
-    'examples': ['session', 'pmu', 'pmu/sim'],
+    'pmu': ['base'],                      # Backend, PmuDescription, the registry
+    'pmu/perf_event': ['base', 'pmu'],    # perf_event_open utilities of several backends
+    'pmu/sim': ['base', 'pmu', 'pmu/perf_event'],
+    'pmu/perf': ['base', 'pmu', 'pmu/perf_event'],
+    'pmu/x86': ['base', 'pmu', 'helper-kmod/uapi'],
+    'session': ['base', 'pmu', 'fastpath'],
+    'fs': ['base', 'session', 'pmu', 'fastpath'],
+    'pfmstat': ['base'],                  # a client of the mount: links nothing of the daemon
+    'libpfm-compat': ['base', 'fastpath'],  # a client of the mount, and the fast path's reader
+    'examples': ['base', 'session', 'pmu', 'pmu/sim'],
 }
 
 # The one file that names every backend: `--pmu=auto`'s order is its table.
