@@ -1,7 +1,9 @@
 // The pfmfs tree (pfmfs(5)) as libfuse low-level operations over the engine.
 // Each operation finds its node in the inode table, checks who asks, calls
 // the engine, and answers with exactly one reply; engine errors become that
-// reply's errno here and nowhere else.
+// reply's errno here and nowhere else. Which files there are, their modes and
+// what reading and writing each does are the rows of tree_schema.h: the
+// operations walk them and know no file by name.
 //
 // Lock order (a lock may be taken while holding only locks above it):
 //   1. MessageWaiters::mutex_   one session's kept reads and poll handles
@@ -30,6 +32,7 @@
 #include "fs/inode_table.h"
 #include "fs/text_format.h"
 #include "fs/thread_watcher.h"
+#include "fs/tree_context.h"
 #include "session/engine.h"
 
 namespace pfmfs::fs {
@@ -90,16 +93,16 @@ class Filesystem final : public session::SessionObserver {
   void releasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
 
  private:
-  std::optional<Node> makeChild(const Node& parent, std::string_view name);
+  // What the functions of the tree's rows see (tree_context.h): engine,
+  // PMU, settings, registry.
+  friend class TreeContext;
+  TreeContext tree() { return TreeContext(*this); }
   // The fast path (filesystem_fastpath.cpp).
   std::shared_ptr<SessionEntry> fastEntry(uid_t uid, std::string_view name, Error& why);
   void dropFastPage(SessionEntry& e);
   struct stat attrOf(const Node& n) const;
   bool mayUse(fuse_req_t req, const Node& n) const;  // owner or root, for session nodes
   session::Caller callerOf(fuse_req_t req, bool for_load) const;
-  Result<std::string> render(const Node& n);
-  Status writeTo(const OpenFile& of, std::string_view text);
-  Status control(const session::Caller& opener, SessionEntry& e, std::string_view text);
   std::shared_ptr<SessionEntry> findEntry(std::string_view name) const;
   void destroy(const std::shared_ptr<SessionEntry>& e);
   void autoclose(const std::shared_ptr<SessionEntry>& e);  // destroy, and tell the kernel

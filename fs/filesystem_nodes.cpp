@@ -1,5 +1,6 @@
-// Filesystem's nodes (see filesystem.h): which names a directory has, their
-// attributes and modes, and the permission checks the kernel cannot make.
+// Filesystem's nodes (see filesystem.h): their attributes, from their rows
+// of the tree (tree_schema.h), and the permission checks the kernel cannot
+// make.
 #include "fs/filesystem.h"
 
 #include <fcntl.h>
@@ -27,98 +28,12 @@ namespace pfmfs::fs {
 using session::Session;
 using namespace detail;
 
-// ---- nodes and attributes ----------------------------------------------------
-
-std::optional<Node> Filesystem::makeChild(const Node& parent, std::string_view name) {
-  switch (parent.kind) {
-    case NodeKind::Root:
-      if (name == "version") return makeNode(NodeKind::Version);
-      if (name == "pmu") return makeNode(NodeKind::PmuDir);
-      if (name == "sessions") return makeNode(NodeKind::SessionsDir);
-      return std::nullopt;
-    case NodeKind::PmuDir:
-      if (name == "info") return makeNode(NodeKind::PmuInfo);
-      if (name == "events") return makeNode(NodeKind::PmuEvents);
-      if (name == "desc") return makeNode(NodeKind::DescDir);
-      if (name == "sim" && manual_clock_) return makeNode(NodeKind::SimDir);
-      return std::nullopt;
-    case NodeKind::SimDir:
-      if (name == "advance") return makeNode(NodeKind::SimAdvance);
-      return std::nullopt;
-    case NodeKind::DescDir: {
-      if (name == "model") return makeNode(NodeKind::DescModel);
-      bool is_pmd = name.substr(0, 3) == "pmd";
-      auto idx = indexAfter(name, is_pmd ? "pmd" : "pmc", 63);
-      if (!idx || (is_pmd ? desc_.pmd(*idx) == nullptr : desc_.pmc(*idx) == nullptr)) return std::nullopt;
-      Node n = makeNode(NodeKind::DescRegDir);
-      n.pmd = is_pmd;
-      n.reg = static_cast<std::uint16_t>(*idx);
-      return n;
-    }
-    case NodeKind::DescRegDir:
-      for (const auto& f :
-           parent.pmd ? std::span<const DescNameMode>(kPmdFields) : std::span<const DescNameMode>(kPmcFields)) {
-        if (name != f.name) continue;
-        Node n = makeNode(NodeKind::DescField);
-        n.pmd = parent.pmd;
-        n.reg = parent.reg;
-        n.field = static_cast<std::uint8_t>(f.field);
-        return n;
-      }
-      return std::nullopt;
-    case NodeKind::SessionsDir: {
-      auto e = findEntry(name);
-      if (!e) return std::nullopt;
-      return makeNode(NodeKind::SessionDir, e);
-    }
-    case NodeKind::SessionDir:
-      if (!parent.session->alive) return std::nullopt;
-      if (name == "sets") return makeNode(NodeKind::SetsDir, parent.session);
-      for (const auto& f : kSessionFiles) {
-        if (name != f.name) continue;
-        Node n = makeNode(NodeKind::SessionFile, parent.session);
-        n.field = static_cast<std::uint8_t>(f.file);
-        return n;
-      }
-      return std::nullopt;
-    case NodeKind::SetsDir: {
-      if (!parent.session->alive) return std::nullopt;
-      auto id = indexAfter(name, "", 0xffff);
-      if (!id) return std::nullopt;
-      auto ids = parent.session->session->setIds();
-      if (std::find(ids.begin(), ids.end(), *id) == ids.end()) return std::nullopt;
-      Node n = makeNode(NodeKind::SetDir, parent.session);
-      n.set = static_cast<std::uint16_t>(*id);
-      return n;
-    }
-    case NodeKind::SetDir: {
-      if (!parent.session->alive) return std::nullopt;
-      Node n = makeNode(NodeKind::SetFile, parent.session);
-      n.set = parent.set;
-      for (const auto& f : kSetFiles) {
-        if (name != f.name) continue;
-        n.field = static_cast<std::uint8_t>(f.file);
-        return n;
-      }
-      bool is_pmd = name.substr(0, 3) == "pmd";
-      auto idx = indexAfter(name, is_pmd ? "pmd" : "pmc", 63);
-      if (!idx || (is_pmd ? desc_.pmd(*idx) == nullptr : desc_.pmc(*idx) == nullptr)) return std::nullopt;
-      n.field = static_cast<std::uint8_t>(is_pmd ? SetFile::Pmd : SetFile::Pmc);
-      n.pmd = is_pmd;
-      n.reg = static_cast<std::uint16_t>(*idx);
-      return n;
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
 struct stat Filesystem::attrOf(const Node& n) const {
   struct stat st {};
   st.st_ino = n.ino;
-  st.st_mode = fileMode(n);
+  st.st_mode = n.entry->mode;
   st.st_nlink = n.isDir() ? 2 : 1;
-  if (n.session) {
+  if (n.entry->owner == Owner::Session) {
     st.st_uid = n.session->session->uid();
     st.st_gid = n.session->session->gid();
   }
@@ -137,7 +52,7 @@ void Filesystem::replyEntry(fuse_req_t req, const NodePtr& n) {
 }
 
 bool Filesystem::mayUse(fuse_req_t req, const Node& n) const {
-  if (!n.session) return true;
+  if (n.entry->owner != Owner::Session) return true;
   uid_t uid = fuse_req_ctx(req)->uid;
   return uid == 0 || uid == n.session->session->uid();
 }

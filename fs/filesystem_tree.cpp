@@ -1,5 +1,6 @@
 // Filesystem's tree operations: lookup, attributes, mkdir and rmdir of
 // sessions and sets (and a session's destruction), and directory listings.
+// Lookup and listings walk the rows of the tree (tree_schema.h).
 #include "fs/filesystem.h"
 
 #include <fcntl.h>
@@ -33,7 +34,7 @@ void Filesystem::lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   if (!p) return (void)fuse_reply_err(req, ENOENT);
   if (!p->isDir()) return (void)fuse_reply_err(req, ENOTDIR);
   if (p->session && !mayUse(req, *p)) return (void)fuse_reply_err(req, EACCES);
-  NodePtr n = inodes_.lookup(parent, name, [&] { return makeChild(*p, name); });
+  NodePtr n = inodes_.lookup(parent, name, [&] { return childOf(tree(), *p, name); });
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   // A known name may outlive what it named (a set deleted while the kernel
   // still caches it is unlinked, so this is only a session gone by
@@ -62,7 +63,7 @@ void Filesystem::setattr(fuse_req_t req, fuse_ino_t ino, const struct stat*, int
   constexpr int kHarmless = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
                             FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
   if ((to_set & ~kHarmless) != 0) return (void)fuse_reply_err(req, EPERM);
-  if ((to_set & FUSE_SET_ATTR_SIZE) && !writable(*n)) return (void)fuse_reply_err(req, EACCES);
+  if ((to_set & FUSE_SET_ATTR_SIZE) && !n->entry->writable()) return (void)fuse_reply_err(req, EACCES);
   struct stat st = attrOf(*n);
   fuse_reply_attr(req, &st, kCacheTimeout);
 }
@@ -92,7 +93,7 @@ void Filesystem::mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode
       std::lock_guard lock(registry_mutex_);
       registry_[name] = entry;
     }
-    NodePtr n = inodes_.lookup(parent, name, [&] { return makeNode(NodeKind::SessionDir, entry); });
+    NodePtr n = inodes_.lookup(parent, name, [&] { return makeNode(rowOf(NodeKind::SessionDir), entry); });
     entry->dir_ino = n->ino;
     log(LogLevel::Debug, "session {} created by uid {}", name, fuse_req_ctx(req)->uid);
     replyEntry(req, n);
@@ -109,7 +110,7 @@ void Filesystem::mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode
       return (void)fuse_reply_err(req, -st.code());
     }
     if (Status st = s.createSet(*id); !st) return (void)fuse_reply_err(req, -st.code());
-    NodePtr n = inodes_.lookup(parent, name, [&] { return makeChild(*p, name); });
+    NodePtr n = inodes_.lookup(parent, name, [&] { return childOf(tree(), *p, name); });
     if (!n) return (void)fuse_reply_err(req, ENOENT);  // deleted at once by someone else
     return replyEntry(req, n);
   }
@@ -138,7 +139,7 @@ void Filesystem::rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     inodes_.unlink(parent, name);
     return (void)fuse_reply_err(req, 0);
   }
-  NodePtr child = inodes_.lookup(parent, name, [&] { return makeChild(*p, name); });
+  NodePtr child = inodes_.lookup(parent, name, [&] { return childOf(tree(), *p, name); });
   if (!child) return (void)fuse_reply_err(req, ENOENT);
   bool dir = child->isDir();
   inodes_.forget(child->ino, 1);
@@ -168,60 +169,9 @@ void Filesystem::opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!mayUse(req, *n)) return (void)fuse_reply_err(req, EACCES);
   if (n->session && !n->session->alive) return (void)fuse_reply_err(req, ENOENT);
   auto* d = open_dirs_.add(new OpenDir);
-  auto add = [&](std::string name, mode_t mode) { d->entries.emplace_back(std::move(name), mode); };
-  add(".", S_IFDIR);
-  add("..", S_IFDIR);
-  switch (n->kind) {
-    case NodeKind::Root:
-      add("version", S_IFREG);
-      add("pmu", S_IFDIR);
-      add("sessions", S_IFDIR);
-      break;
-    case NodeKind::PmuDir:
-      add("info", S_IFREG);
-      add("events", S_IFREG);
-      add("desc", S_IFDIR);
-      if (manual_clock_) add("sim", S_IFDIR);
-      break;
-    case NodeKind::SimDir:
-      add("advance", S_IFREG);
-      break;
-    case NodeKind::DescDir:
-      add("model", S_IFREG);
-      for (const auto& pmc : desc_.pmcs) add(fmt::format("pmc{}", pmc.index), S_IFDIR);
-      for (const auto& pmd : desc_.pmds) add(fmt::format("pmd{}", pmd.index), S_IFDIR);
-      break;
-    case NodeKind::DescRegDir:
-      for (const auto& f :
-           n->pmd ? std::span<const DescNameMode>(kPmdFields) : std::span<const DescNameMode>(kPmcFields))
-        add(f.name, S_IFREG);
-      break;
-    case NodeKind::SessionsDir: {
-      // A user lists their own sessions, root every one, as perfmon2's
-      // contexts were invisible to other users: a name may say what
-      // someone else measures, and libpfm-compat's pfm.PID.N names their pid
-      // (pfmfs(5), SECURITY, "What one user can learn of another").
-      const uid_t uid = fuse_req_ctx(req)->uid;
-      std::lock_guard lock(registry_mutex_);
-      for (const auto& [name, e] : registry_)
-        if (uid == 0 || e->session->uid() == uid) add(name, S_IFDIR);
-      break;
-    }
-    case NodeKind::SessionDir:
-      for (const auto& f : kSessionFiles) add(f.name, S_IFREG);
-      add("sets", S_IFDIR);
-      break;
-    case NodeKind::SetsDir:
-      for (auto id : n->session->session->setIds()) add(std::to_string(id), S_IFDIR);
-      break;
-    case NodeKind::SetDir:
-      for (const auto& pmc : desc_.pmcs) add(fmt::format("pmc{}", pmc.index), S_IFREG);
-      for (const auto& pmd : desc_.pmds) add(fmt::format("pmd{}", pmd.index), S_IFREG);
-      for (const auto& f : kSetFiles) add(f.name, S_IFREG);
-      break;
-    default:
-      break;
-  }
+  d->entries.emplace_back(".", S_IFDIR);
+  d->entries.emplace_back("..", S_IFDIR);
+  for (auto& entry : childrenOf(tree(), *n, fuse_req_ctx(req)->uid)) d->entries.push_back(std::move(entry));
   fi->fh = reinterpret_cast<std::uint64_t>(d);
   if (fuse_reply_open(req, fi) != 0) open_dirs_.remove(d);
 }

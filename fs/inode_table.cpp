@@ -6,28 +6,12 @@
 
 namespace pfmfs::fs {
 
-bool Node::isDir() const {
-  switch (kind) {
-    case NodeKind::Root:
-    case NodeKind::PmuDir:
-    case NodeKind::DescDir:
-    case NodeKind::DescRegDir:
-    case NodeKind::SimDir:
-    case NodeKind::SessionsDir:
-    case NodeKind::SessionDir:
-    case NodeKind::SetsDir:
-    case NodeKind::SetDir:
-      return true;
-    default:
-      return false;
-  }
-}
-
 InodeTable::InodeTable() {
   auto root = std::make_shared<Node>();
   root->ino = FUSE_ROOT_ID;
   root->parent = FUSE_ROOT_ID;
   root->kind = NodeKind::Root;
+  root->entry = &kRootEntry;
   // The root is never forgotten: one lookup the kernel never gives back.
   nodes_[FUSE_ROOT_ID] = Slot{root, 1, true};
 }

@@ -1,7 +1,8 @@
-// The inodes the kernel knows: explicit numbers, what each names (a fixed
-// file, a session, a set, a register), and the kernel's lookup count. A node
-// lives while the kernel holds a lookup on it (forget lowers the count) and
-// numbers are never reused, so a stale inode can never name a new object.
+// The inodes the kernel knows: explicit numbers, what each names (a row of
+// the tree, and the session, set or register its name picked), and the
+// kernel's lookup count. A node lives while the kernel holds a lookup on it
+// (forget lowers the count) and numbers are never reused, so a stale inode
+// can never name a new object.
 #pragma once
 
 #include <fuse_lowlevel.h>
@@ -19,6 +20,7 @@
 
 #include "fs/fast_page_map.h"
 #include "fs/message_waiters.h"
+#include "fs/tree_schema.h"
 #include "session/session.h"
 
 namespace pfmfs::fs {
@@ -46,45 +48,19 @@ struct SessionEntry {
   std::optional<FastPageMap> fast;
 };
 
-enum class NodeKind : std::uint8_t {
-  Root,
-  Version,
-  PmuDir,
-  PmuInfo,
-  PmuEvents,
-  DescDir,
-  DescModel,
-  DescRegDir,  // pmu/desc/pmcN or pmdN: `pmd` tells which, `reg` the number
-  DescField,   // a file of it: `field`
-  SimDir,
-  SimAdvance,
-  SessionsDir,
-  SessionDir,
-  SessionFile,  // `field`: a SessionFile value
-  SetsDir,
-  SetDir,   // `set`
-  SetFile,  // `field`: a SetFile value; `reg` for pmcK/pmdK
-};
-
-enum class SessionFile : std::uint8_t { Mode, Flags, Ctl, State, Error, Counts, Messages, Msg };
-enum class SetFile : std::uint8_t { Pmc, Pmd, Regs, Pmds, Switch, Info };
-enum class DescField : std::uint8_t { Name, Addr, DflVal, RsvdMsk, Width, Pmds };
-
+// One inode: a row of the tree (tree_schema.h) and what its name picked.
 struct Node {
   fuse_ino_t ino = 0;
   fuse_ino_t parent = 0;
   NodeKind kind = NodeKind::Root;
+  const TreeEntry* entry = nullptr;  // its row: mode, owner, how it reads and writes
   std::string name;
-  std::uint8_t field = 0;  // SessionFile, SetFile or DescField, by kind
-  bool pmd = false;        // DescRegDir, SetFile registers: a PMD (else a PMC)
+  bool pmd = false;  // a PMD's (pmu/desc/pmdN and its files, sets/N/pmdK), else a PMC's
   std::uint16_t set = 0;
   std::uint16_t reg = 0;
   std::shared_ptr<SessionEntry> session;  // session nodes and everything below
 
-  bool isDir() const;
-  SessionFile sessionFile() const { return static_cast<SessionFile>(field); }
-  SetFile setFile() const { return static_cast<SetFile>(field); }
-  DescField descField() const { return static_cast<DescField>(field); }
+  bool isDir() const { return isDirectory(kind); }
 };
 
 using NodePtr = std::shared_ptr<const Node>;
