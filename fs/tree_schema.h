@@ -58,7 +58,8 @@ enum class NodeKind : std::uint8_t {
 enum class Owner : std::uint8_t {
   Root,  // the machine's: mode bits alone decide
   // The session's creator's. The daemon checks owner or root at every use
-  // of it, as the kernel does not for root (filesystem.h, Permissions).
+  // of it, since root passes the kernel's mode-bit checks (docs/design.md,
+  // Permissions).
   Session,
 };
 
@@ -153,18 +154,18 @@ inline constexpr NamePattern kSessionNames{"NAME", matchSession, listSessions};
 inline constexpr mode_t kDir = S_IFDIR;
 inline constexpr mode_t kFile = S_IFREG;
 
-// The root: no parent, no name.
-inline constexpr TreeEntry kRootEntry{NodeKind::Root, "", NodeKind::Root, kDir | 0555, Owner::Root,
-                                      Shown::Always,  0,  nullptr,        nullptr};
-
 namespace tree_rows {
 using enum NodeKind;
 using O = Owner;
 using S = Shown;
 
+// clang-format off
+// The root: no parent, no name; kTree is everything below it.
+inline constexpr TreeEntry kRootEntry =
+  {Root,        "",            Root,        kDir | 0555,  O::Root,    S::Always,      0,               nullptr,          nullptr};
+
 // A directory lists its rows in this order (pmcN before pmdN before the
 // rest, as `ls` has always shown them).
-// clang-format off
 inline constexpr TreeEntry kTree[] = {
 // parent       name           kind         mode          owner       shown           rules            render            write
   {Root,        "version",     Version,     kFile | 0444, O::Root,    S::Always,      0,               renderVersion,    nullptr},
@@ -212,6 +213,7 @@ inline constexpr TreeEntry kTree[] = {
 // clang-format on
 
 }  // namespace tree_rows
+using tree_rows::kRootEntry;
 using tree_rows::kTree;
 
 // ---- what holds the table together, checked by the compiler ---------------------
