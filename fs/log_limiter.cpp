@@ -3,7 +3,7 @@
 namespace pfmfs::fs {
 
 bool LogLimiter::admit(std::string_view cause, std::uint64_t now_ns, std::uint64_t* held_back) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto [it, fresh] = causes_.try_emplace(std::string(cause));
   Cause& c = it->second;
   if (fresh || now_ns - c.window_start >= window_ns_) {

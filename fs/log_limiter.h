@@ -11,10 +11,11 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "base/mutex.h"
 
 namespace pfmfs::fs {
 
@@ -26,7 +27,7 @@ class LogLimiter {
   // Whether a line of `cause` may go out at `now_ns` (a monotonic clock);
   // if so, *held_back is how many of its lines were held back since the
   // last one went out.
-  bool admit(std::string_view cause, std::uint64_t now_ns, std::uint64_t* held_back);
+  bool admit(std::string_view cause, std::uint64_t now_ns, std::uint64_t* held_back) EXCLUDES(mutex_);
 
  private:
   struct Cause {
@@ -36,8 +37,8 @@ class LogLimiter {
   };
   const unsigned per_window_;
   const std::uint64_t window_ns_;
-  std::mutex mutex_;
-  std::unordered_map<std::string, Cause> causes_;  // guarded by mutex_
+  Mutex mutex_;  // a leaf
+  std::unordered_map<std::string, Cause> causes_ GUARDED_BY(mutex_);
 };
 
 }  // namespace pfmfs::fs

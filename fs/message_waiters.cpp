@@ -18,22 +18,22 @@ namespace {
 class Interrupts {
  public:
   void add(fuse_req_t req, const std::weak_ptr<MessageWaiters>& w) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     map_[req] = w;
   }
   void remove(fuse_req_t req) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     map_.erase(req);
   }
   std::shared_ptr<MessageWaiters> find(fuse_req_t req) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = map_.find(req);
     return it == map_.end() ? nullptr : it->second.lock();
   }
 
  private:
-  std::mutex mutex_;  // a leaf
-  std::map<fuse_req_t, std::weak_ptr<MessageWaiters>> map_;
+  Mutex mutex_;  // a leaf
+  std::map<fuse_req_t, std::weak_ptr<MessageWaiters>> map_ GUARDED_BY(mutex_);
 };
 
 Interrupts& interrupts() {
@@ -54,7 +54,7 @@ void MessageWaiters::read(fuse_req_t req, std::size_t size, bool binary, bool no
     interrupts().add(req, weak_from_this());
     fuse_req_interrupt_func(req, &MessageWaiters::interrupted, nullptr);
   }
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   PendingRead r{req, size, binary};
   if (answerLocked(r)) return;
   if (nonblock) {
@@ -106,7 +106,7 @@ bool MessageWaiters::answerLocked(const PendingRead& r) {
 void MessageWaiters::interrupted(fuse_req_t req, void*) {
   auto self = interrupts().find(req);
   if (!self) return;
-  std::lock_guard lock(self->mutex_);
+  MutexLock lock(self->mutex_);
   auto it = std::find_if(self->reads_.begin(), self->reads_.end(), [&](const PendingRead& r) { return r.req == req; });
   if (it == self->reads_.end()) return;  // answered meanwhile, or not kept yet
   self->reads_.erase(it);
@@ -115,7 +115,7 @@ void MessageWaiters::interrupted(fuse_req_t req, void*) {
 }
 
 unsigned MessageWaiters::poll(const void* file, fuse_pollhandle* ph) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (ph && closed_) {
     fuse_pollhandle_destroy(ph);  // ready for good: nothing left to notify
     ph = nullptr;
@@ -138,7 +138,7 @@ MessageWaiters::~MessageWaiters() {
 }
 
 void MessageWaiters::forgetFile(const void* file) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = polls_.find(file);
   if (it == polls_.end()) return;
   fuse_pollhandle_destroy(it->second);
@@ -155,13 +155,13 @@ void MessageWaiters::notifyPollsLocked() {
 }
 
 void MessageWaiters::wake() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   while (!reads_.empty() && answerLocked(reads_.front())) reads_.pop_front();
   notifyPollsLocked();
 }
 
 void MessageWaiters::close() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   closed_ = true;
   for (const auto& r : reads_) {
     interrupts().remove(r.req);
@@ -172,7 +172,7 @@ void MessageWaiters::close() {
 }
 
 std::size_t MessageWaiters::pendingReads() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return reads_.size();
 }
 

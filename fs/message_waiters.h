@@ -13,8 +13,7 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
-
+#include "base/mutex.h"
 #include "session/session.h"
 
 namespace pfmfs::fs {
@@ -32,15 +31,15 @@ class MessageWaiters : public std::enable_shared_from_this<MessageWaiters> {
 
   // Answers a read now (messages, EAGAIN, EINVAL, end of file once closed)
   // or keeps it until one of wake/close/interrupt.
-  void read(fuse_req_t req, std::size_t size, bool binary, bool nonblock);
+  void read(fuse_req_t req, std::size_t size, bool binary, bool nonblock) EXCLUDES(mutex_);
   // The poll reply: POLLIN while messages are queued (or once closed), POLLPRI
   // while the session is masked. `ph`,
   // when given, replaces the handle kept for `file` and is notified later.
-  unsigned poll(const void* file, fuse_pollhandle* ph);
-  void forgetFile(const void* file);  // its last release: drop its handle
-  void wake();                        // the engine queued messages
-  void close();                       // the session was destroyed
-  std::size_t pendingReads() const;
+  unsigned poll(const void* file, fuse_pollhandle* ph) EXCLUDES(mutex_);
+  void forgetFile(const void* file) EXCLUDES(mutex_);  // its last release: drop its handle
+  void wake() EXCLUDES(mutex_);                        // the engine queued messages
+  void close() EXCLUDES(mutex_);                       // the session was destroyed
+  std::size_t pendingReads() const EXCLUDES(mutex_);
 
  private:
   struct PendingRead {
@@ -50,14 +49,16 @@ class MessageWaiters : public std::enable_shared_from_this<MessageWaiters> {
   };
   static void interrupted(fuse_req_t req, void* data);
   // Replies with queued messages if there are any; false if it must wait.
-  bool answerLocked(const PendingRead& r);
-  void notifyPollsLocked();
+  bool answerLocked(const PendingRead& r) REQUIRES(mutex_);
+  void notifyPollsLocked() REQUIRES(mutex_);
 
   const std::shared_ptr<session::Session> session_;
-  mutable std::mutex mutex_;
-  std::deque<PendingRead> reads_;
-  std::map<const void*, fuse_pollhandle*> polls_;
-  bool closed_ = false;
+  // Before Session::mutex_ (answerLocked takes messages); not declared:
+  // Session's lock is not a Mutex yet.
+  mutable Mutex mutex_;
+  std::deque<PendingRead> reads_ GUARDED_BY(mutex_);
+  std::map<const void*, fuse_pollhandle*> polls_ GUARDED_BY(mutex_);
+  bool closed_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace pfmfs::fs

@@ -52,26 +52,28 @@ Status RequestLoop::run() {
   threads_.reserve(workers_);
   for (unsigned i = 0; i < workers_; ++i) {
     {
-      std::lock_guard l(mutex_);
+      MutexLock l(mutex_);
       ++live_;
     }
     try {
       threads_.push_back(startDaemonThread("pfmfs-fuse", [this] { work(); }));
     } catch (const std::system_error& e) {  // no thread: the ones there end too
       {
-        std::lock_guard l(mutex_);
+        MutexLock l(mutex_);
         --live_;
       }
       end(-e.code().value());
       break;
     }
   }
-  std::unique_lock l(mutex_);
-  changed_.wait(l, [&] { return stopping_.load(); });
+  MutexLock l(mutex_);
+  while (!stopping_.load()) l.wait(changed_);
   while (live_ > 0) {
     // An ended worker's thread is still joinable: signalling it is safe.
     for (auto& t : threads_) pthread_kill(t.native_handle(), kWakeSignal);
-    changed_.wait_for(l, kWakeAgain, [&] { return live_ == 0; });
+    const auto again = std::chrono::steady_clock::now() + kWakeAgain;
+    while (live_ > 0 && l.waitUntil(changed_, again)) {
+    }
   }
   const int error = error_;
   l.unlock();
@@ -83,7 +85,7 @@ Status RequestLoop::run() {
 
 void RequestLoop::stop() {
   {
-    std::lock_guard l(mutex_);
+    MutexLock l(mutex_);
     stopping_.store(true);
   }
   changed_.notify_all();
@@ -91,7 +93,7 @@ void RequestLoop::stop() {
 
 void RequestLoop::end(int error) {
   {
-    std::lock_guard l(mutex_);
+    MutexLock l(mutex_);
     if (error < 0 && error_ == 0) error_ = error;
     stopping_.store(true);
   }
@@ -114,7 +116,7 @@ void RequestLoop::work() {
   }
   std::free(buf.mem);
   {
-    std::lock_guard l(mutex_);
+    MutexLock l(mutex_);
     --live_;
   }
   changed_.notify_all();

@@ -27,10 +27,10 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "pmu/result.h"
 
 namespace pfmfs::fs {
@@ -56,26 +56,26 @@ class RequestLoop {
   // aborted through /sys/fs/fuse/connections): OK then, or the error of a
   // read of the device that failed otherwise (or of a thread not started).
   // Every thread it starts has ended when it returns. Once.
-  Status run();
+  Status run() EXCLUDES(mutex_);
   // From any thread, at any time, more than once; does not wait. run()
   // returns once every worker has answered the request it holds.
-  void stop();
+  void stop() EXCLUDES(mutex_);
   // After run(): answers what is still queued in the kernel, without
   // waiting for more.
   void drain();
 
  private:
-  void work();
-  void end(int error);  // a worker saw the connection end, or failed
+  void work() EXCLUDES(mutex_);
+  void end(int error) EXCLUDES(mutex_);  // a worker saw the connection end, or failed
 
   fuse_session* const se_;
   const unsigned workers_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};
-  std::mutex mutex_;                 // guards live_ and error_; a leaf
-  std::condition_variable changed_;  // stopping_ set, or a worker ended
-  unsigned live_ = 0;                // workers that have not ended
-  int error_ = 0;                    // the first failed read's -errno
+  Mutex mutex_;                           // a leaf
+  std::condition_variable changed_;       // stopping_ set, or a worker ended
+  unsigned live_ GUARDED_BY(mutex_) = 0;  // workers that have not ended
+  int error_ GUARDED_BY(mutex_) = 0;      // the first failed read's -errno
 };
 
 }  // namespace pfmfs::fs

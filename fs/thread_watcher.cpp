@@ -68,7 +68,7 @@ ThreadWatcher::~ThreadWatcher() {
 }
 
 void ThreadWatcher::stop() {
-  std::lock_guard j(join_mutex_);
+  MutexLock j(join_mutex_);
   if (!thread_.joinable()) return;
   std::uint64_t one = 1;
   if (write(wake_fd_, &one, sizeof one) < 0) log(LogLevel::Error, "thread watcher: cannot wake: {}", errno);
@@ -95,7 +95,7 @@ int ThreadWatcher::openPidfd(pid_t tid, pid_t& polled_tgid) const {
 
 void ThreadWatcher::watch(pid_t tid) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = entries_.find(tid);
     if (it != entries_.end()) {
       ++it->second.refs;
@@ -120,7 +120,7 @@ void ThreadWatcher::watch(pid_t tid) {
 }
 
 void ThreadWatcher::unwatch(pid_t tid) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = entries_.find(tid);
   if (it == entries_.end() || --it->second.refs > 0) return;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.fd, nullptr);
@@ -129,7 +129,7 @@ void ThreadWatcher::unwatch(pid_t tid) {
 }
 
 std::size_t ThreadWatcher::watched() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return entries_.size();
 }
 
@@ -163,7 +163,7 @@ void ThreadWatcher::run() {
     if (poll_ms_ >= 0) {
       std::vector<pid_t> gone;
       {
-        std::lock_guard lock(mutex_);
+        MutexLock lock(mutex_);
         gone = takeGoneLocked();
       }
       for (pid_t tid : gone) {
@@ -175,7 +175,7 @@ void ThreadWatcher::run() {
       if (events[i].data.u64 == UINT64_MAX) return;
       auto tid = static_cast<pid_t>(events[i].data.u64);
       {
-        std::lock_guard lock(mutex_);
+        MutexLock lock(mutex_);
         auto it = entries_.find(tid);
         if (it == entries_.end()) continue;  // unwatched meanwhile
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.fd, nullptr);

@@ -10,10 +10,10 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "pmu/result.h"
 
 namespace pfmfs::fs {
@@ -31,14 +31,14 @@ class ThreadWatcher {
   ThreadWatcher& operator=(const ThreadWatcher&) = delete;
 
   // Counted: each watch() wants one unwatch() unless the thread exits first.
-  void watch(pid_t tid);
-  void unwatch(pid_t tid);
-  std::size_t watched() const;
+  void watch(pid_t tid) EXCLUDES(mutex_);
+  void unwatch(pid_t tid) EXCLUDES(mutex_);
+  std::size_t watched() const EXCLUDES(mutex_);
 
   // Stops the thread and joins it, after the on_exit it may be in: no exit is
   // reported from it again (watch still reports a thread already gone).
   // Idempotent.
-  void stop();
+  void stop() EXCLUDES(join_mutex_, mutex_);
 
  private:
   struct Entry {
@@ -47,17 +47,19 @@ class ThreadWatcher {
     pid_t polled_tgid = 0;  // fd is its process's: the thread is looked for (tgkill)
   };
   int openPidfd(pid_t tid, pid_t& polled_tgid) const;
-  void run();
-  std::vector<pid_t> takeGoneLocked();  // polled threads that are gone, unwatched
+  void run() EXCLUDES(mutex_);
+  std::vector<pid_t> takeGoneLocked() REQUIRES(mutex_);  // polled threads that are gone, unwatched
 
   ExitFn on_exit_;
   const bool thread_pidfds_;
   int poll_ms_ = -1;  // epoll_wait's timeout: kPollMs where some thread may be polled
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;          // eventfd: tells run() to finish
-  mutable std::mutex mutex_;  // guards entries_ (a leaf: nothing is called while held)
-  std::map<pid_t, Entry> entries_;
-  std::mutex join_mutex_;  // serialises stop()
+  int wake_fd_ = -1;  // eventfd: tells run() to finish
+  // Nothing of ours is called with it held but logLimited (LogLimiter's
+  // mutex, a leaf).
+  mutable Mutex mutex_;
+  std::map<pid_t, Entry> entries_ GUARDED_BY(mutex_);
+  Mutex join_mutex_ ACQUIRED_BEFORE(mutex_);  // serialises stop()
   std::thread thread_;
 };
 

@@ -20,7 +20,7 @@ void Engine::shutdown() {
   backend_.shutdown();
   std::vector<std::shared_ptr<Session>> sessions;
   {
-    std::lock_guard l(sessions_mutex_);
+    MutexLock l(sessions_mutex_);
     for (const auto& [name, s] : sessions_) sessions.push_back(s);
   }
   for (const auto& s : sessions) (void)s->unload();
@@ -38,7 +38,7 @@ bool Engine::validName(std::string_view name) {
 
 Result<std::shared_ptr<Session>> Engine::createSession(const Caller& caller, std::string_view name) {
   if (!validName(name)) return err(EINVAL, "session names are 1-64 of [A-Za-z0-9_.-], not . or ..");
-  std::lock_guard l(sessions_mutex_);
+  MutexLock l(sessions_mutex_);
   if (sessions_.count(name)) return err(EEXIST, "session {} exists", name);
   unsigned& n = per_uid_[caller.uid];
   if (n >= options_.max_sessions_per_user)
@@ -52,7 +52,7 @@ Result<std::shared_ptr<Session>> Engine::createSession(const Caller& caller, std
 Status Engine::destroySession(std::string_view name) {
   std::shared_ptr<Session> s;
   {
-    std::lock_guard l(sessions_mutex_);
+    MutexLock l(sessions_mutex_);
     auto it = sessions_.find(name);
     if (it == sessions_.end()) return err(ENOENT, "no session {}", printable(name));
     s = it->second;
@@ -63,13 +63,13 @@ Status Engine::destroySession(std::string_view name) {
 }
 
 std::shared_ptr<Session> Engine::find(std::string_view name) const {
-  std::lock_guard l(sessions_mutex_);
+  MutexLock l(sessions_mutex_);
   auto it = sessions_.find(name);
   return it == sessions_.end() ? nullptr : it->second;
 }
 
 std::vector<std::string> Engine::sessionNames() const {
-  std::lock_guard l(sessions_mutex_);
+  MutexLock l(sessions_mutex_);
   std::vector<std::string> out;
   for (const auto& [name, s] : sessions_) out.push_back(name);
   return out;
@@ -81,7 +81,7 @@ Status Engine::advanceManualClock(std::uint64_t ns) {
   // session, so an advance costs the same with 10 000 idle sessions present.
   std::vector<std::shared_ptr<Session>> loaded;
   {
-    std::lock_guard l(targets_mutex_);
+    MutexLock l(targets_mutex_);
     for (const auto& [tid, w] : threads_)
       if (auto s = w.lock()) loaded.push_back(s);
     for (const auto& [cpu, w] : cpus_)
@@ -94,7 +94,7 @@ Status Engine::advanceManualClock(std::uint64_t ns) {
 void Engine::threadExited(pid_t tid) {
   std::vector<std::shared_ptr<Session>> hit;
   {
-    std::lock_guard l(targets_mutex_);
+    MutexLock l(targets_mutex_);
     auto [lo, hi] = threads_.equal_range(tid);
     for (auto it = lo; it != hi; ++it)
       if (auto s = it->second.lock()) hit.push_back(s);
@@ -103,7 +103,7 @@ void Engine::threadExited(pid_t tid) {
 }
 
 Status Engine::claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s) {
-  std::lock_guard l(targets_mutex_);
+  MutexLock l(targets_mutex_);
   if (mode == Mode::System) {
     auto it = cpus_.find(id);
     if (it != cpus_.end())
@@ -121,7 +121,7 @@ Status Engine::claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s)
 }
 
 void Engine::releaseTarget(Mode mode, int id, const Session* s) {
-  std::lock_guard l(targets_mutex_);
+  MutexLock l(targets_mutex_);
   if (mode == Mode::System) {
     auto it = cpus_.find(id);
     if (it != cpus_.end()) {

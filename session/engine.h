@@ -9,6 +9,9 @@
 //      TimerThread::mutex_      the sessions that want ticks (leaf)
 // No engine lock is held while the observer is called or while a session's
 // lock is taken from the engine (the engine copies what it needs, then locks).
+// The leaves are Mutexes (base/mutex.h): the fields they guard are declared,
+// and clang checks them; Session::mutex_ is a std::mutex for now, so the
+// order against it is this comment's.
 #pragma once
 
 #include <sys/types.h>
@@ -16,11 +19,11 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "pmu/backend.h"
 #include "pmu/result.h"
 #include "session/caller.h"
@@ -52,21 +55,21 @@ class Engine {
   // caller's threads call into sessions, and loads are refused. Sessions
   // stay registered (destroySession works). The caller holds no session's
   // lock. Idempotent.
-  void shutdown();
+  void shutdown() EXCLUDES(sessions_mutex_);
 
   // EINVAL bad name; EEXIST taken; ENOSPC the caller's uid has too many.
-  Result<std::shared_ptr<Session>> createSession(const Caller& caller, std::string_view name);
+  Result<std::shared_ptr<Session>> createSession(const Caller& caller, std::string_view name) EXCLUDES(sessions_mutex_);
   // Stops, unloads and forgets the session. ENOENT if there is none.
-  Status destroySession(std::string_view name);
-  std::shared_ptr<Session> find(std::string_view name) const;
-  std::vector<std::string> sessionNames() const;
+  Status destroySession(std::string_view name) EXCLUDES(sessions_mutex_);
+  std::shared_ptr<Session> find(std::string_view name) const EXCLUDES(sessions_mutex_);
+  std::vector<std::string> sessionNames() const EXCLUDES(sessions_mutex_);
 
   // Manual clock: every loaded target moves `ns` forward; every switch and
   // overflow inside happens at its exact instant. Returns when all is done.
-  Status advanceManualClock(std::uint64_t ns);
+  Status advanceManualClock(std::uint64_t ns) EXCLUDES(targets_mutex_);
 
   // The target-gone path: the thread exited.
-  void threadExited(pid_t tid);
+  void threadExited(pid_t tid) EXCLUDES(targets_mutex_);
 
   void setObserver(SessionObserver* observer) { observer_.store(observer); }
 
@@ -79,8 +82,8 @@ class Engine {
   friend class Session;
 
   // Exclusive use of a thread or cpu by one loaded session.
-  Status claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s);
-  void releaseTarget(Mode mode, int id, const Session* s);
+  Status claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s) EXCLUDES(targets_mutex_);
+  void releaseTarget(Mode mode, int id, const Session* s) EXCLUDES(targets_mutex_);
   void wantTicks(const std::shared_ptr<Session>& s);
   void noTicks(const Session* s);
   void notifyQueued(Session& s);
@@ -89,13 +92,15 @@ class Engine {
   EngineOptions options_;
   std::atomic<SessionObserver*> observer_{nullptr};
 
-  mutable std::mutex sessions_mutex_;
-  std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
-  std::map<uid_t, unsigned> per_uid_;
+  mutable Mutex sessions_mutex_;  // a leaf
+  std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_ GUARDED_BY(sessions_mutex_);
+  std::map<uid_t, unsigned> per_uid_ GUARDED_BY(sessions_mutex_);
 
-  std::mutex targets_mutex_;
-  std::multimap<int, std::weak_ptr<Session>> threads_;  // tid -> sessions loaded on it
-  std::map<int, std::weak_ptr<Session>> cpus_;          // cpu -> the system-wide session on it
+  Mutex targets_mutex_;  // a leaf
+  // tid -> sessions loaded on it
+  std::multimap<int, std::weak_ptr<Session>> threads_ GUARDED_BY(targets_mutex_);
+  // cpu -> the system-wide session on it
+  std::map<int, std::weak_ptr<Session>> cpus_ GUARDED_BY(targets_mutex_);
 
   std::unique_ptr<TimerThread> timer_;
 };

@@ -15,10 +15,10 @@ TimerThread::TimerThread(std::uint64_t tick_ns)
 TimerThread::~TimerThread() { stop(); }
 
 void TimerThread::stop() {
-  std::lock_guard j(join_mutex_);
+  MutexLock j(join_mutex_);
   if (!thread_.joinable()) return;
   {
-    std::lock_guard l(mutex_);
+    MutexLock l(mutex_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -28,7 +28,7 @@ void TimerThread::stop() {
 void TimerThread::add(const std::shared_ptr<Session>& s) {
   bool was_empty;
   {
-    std::lock_guard l(mutex_);
+    MutexLock l(mutex_);
     was_empty = sessions_.empty();
     sessions_[s.get()] = s;
   }
@@ -36,12 +36,12 @@ void TimerThread::add(const std::shared_ptr<Session>& s) {
 }
 
 void TimerThread::remove(const Session* s) {
-  std::lock_guard l(mutex_);
+  MutexLock l(mutex_);
   sessions_.erase(s);
 }
 
 std::size_t TimerThread::size() const {
-  std::lock_guard l(mutex_);
+  MutexLock l(mutex_);
   return sessions_.size();
 }
 
@@ -49,13 +49,14 @@ void TimerThread::run() {
   using clock = std::chrono::steady_clock;
   const auto tick = std::chrono::nanoseconds(tick_ns_);
   std::vector<std::weak_ptr<Session>> batch;
-  std::unique_lock l(mutex_);
+  MutexLock l(mutex_);
   auto next = clock::now() + tick;
   while (true) {
     // Sleep for good while nothing counts.
-    cv_.wait(l, [this] { return stop_ || !sessions_.empty(); });
+    while (!stop_ && sessions_.empty()) l.wait(cv_);
+    while (!stop_ && l.waitUntil(cv_, next)) {
+    }
     if (stop_) return;
-    if (cv_.wait_until(l, next, [this] { return stop_; })) return;
     // Ticks stay on a fixed grid; after a long stall, start a new one.
     auto now = clock::now();
     next += tick;

@@ -7,8 +7,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
+
+#include "base/mutex.h"
 
 namespace pfmfs::session {
 
@@ -21,23 +22,23 @@ class TimerThread {
   TimerThread(const TimerThread&) = delete;
   TimerThread& operator=(const TimerThread&) = delete;
 
-  void add(const std::shared_ptr<Session>& s);
-  void remove(const Session* s);
-  std::size_t size() const;
+  void add(const std::shared_ptr<Session>& s) EXCLUDES(mutex_);
+  void remove(const Session* s) EXCLUDES(mutex_);
+  std::size_t size() const EXCLUDES(mutex_);
 
   // Stops the thread and joins it, after the tick it may be in: no session is
   // ticked again (add and remove still work). Idempotent.
-  void stop();
+  void stop() EXCLUDES(join_mutex_, mutex_);
 
  private:
-  void run();
+  void run() EXCLUDES(mutex_);
 
   const std::uint64_t tick_ns_;
-  mutable std::mutex mutex_;  // a leaf: never held while a session is called
+  mutable Mutex mutex_;  // a leaf: never held while a session is called
   std::condition_variable cv_;
-  std::map<const Session*, std::weak_ptr<Session>> sessions_;
-  bool stop_ = false;
-  std::mutex join_mutex_;  // serialises stop()
+  std::map<const Session*, std::weak_ptr<Session>> sessions_ GUARDED_BY(mutex_);
+  bool stop_ GUARDED_BY(mutex_) = false;
+  Mutex join_mutex_ ACQUIRED_BEFORE(mutex_);  // serialises stop()
   std::thread thread_;
 };
 

@@ -33,7 +33,7 @@ Poller::Poller(Fd epoll, Fd wake) : epoll_(std::move(epoll)), wake_(std::move(wa
 Poller::~Poller() { stop(); }
 
 void Poller::stop() {
-  std::lock_guard l(stop_mutex_);
+  MutexLock l(stop_mutex_);
   if (!thread_.joinable()) return;
   std::uint64_t one = 1;
   (void)!::write(wake_.get(), &one, sizeof one);
@@ -41,7 +41,7 @@ void Poller::stop() {
 }
 
 Result<std::uint64_t> Poller::watch(int fd, std::shared_ptr<Watch> w) {
-  std::lock_guard l(mutex_);
+  MutexLock l(mutex_);
   std::uint64_t key = next_key_++;
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -55,7 +55,7 @@ Result<std::uint64_t> Poller::watch(int fd, std::shared_ptr<Watch> w) {
 }
 
 void Poller::unwatch(std::uint64_t key) {
-  std::lock_guard l(mutex_);
+  MutexLock l(mutex_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return;
   // Already gone from the epoll set when the poller saw a hang-up.
@@ -74,7 +74,7 @@ void Poller::run() {
     }
     ready.clear();
     {
-      std::lock_guard l(mutex_);
+      MutexLock l(mutex_);
       for (int i = 0; i < n; ++i) {
         // A copy: epoll_event is packed on x86-64, so data.u64 is misaligned
         // and find() must not bind its const reference to it (UBSan).

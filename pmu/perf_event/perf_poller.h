@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "pmu/backend.h"
 #include "pmu/perf_event/perf_event.h"
 #include "pmu/result.h"
@@ -35,18 +35,18 @@ class Poller {
   Poller& operator=(const Poller&) = delete;
 
   // Watches `fd` until unwatch(key). Returns the key.
-  Result<std::uint64_t> watch(int fd, std::shared_ptr<Watch> w);
-  void unwatch(std::uint64_t key);
+  Result<std::uint64_t> watch(int fd, std::shared_ptr<Watch> w) EXCLUDES(mutex_);
+  void unwatch(std::uint64_t key) EXCLUDES(mutex_);
 
   // Stops the thread and joins it: when it returns, no listener is in a call
   // and none is called again (watch and unwatch still work, and serve no one).
   // A listener call under way ends first, so the caller must hold no lock a
   // listener takes. Idempotent.
-  void stop();
+  void stop() EXCLUDES(stop_mutex_, mutex_);
 
  private:
   Poller(Fd epoll, Fd wake);
-  void run();
+  void run() EXCLUDES(mutex_);
 
   struct Entry {
     int fd;
@@ -54,11 +54,11 @@ class Poller {
   };
 
   Fd epoll_;
-  Fd wake_;           // eventfd: stop
-  std::mutex mutex_;  // guards entries_ and next_key_; never held while a listener runs
-  std::map<std::uint64_t, Entry> entries_;
-  std::uint64_t next_key_ = 1;  // 0 is the wake eventfd
-  std::mutex stop_mutex_;       // serialises stop()
+  Fd wake_;      // eventfd: stop
+  Mutex mutex_;  // a leaf: never held while a listener runs
+  std::map<std::uint64_t, Entry> entries_ GUARDED_BY(mutex_);
+  std::uint64_t next_key_ GUARDED_BY(mutex_) = 1;  // 0 is the wake eventfd
+  Mutex stop_mutex_ ACQUIRED_BEFORE(mutex_);       // serialises stop()
   std::thread thread_;
 };
 

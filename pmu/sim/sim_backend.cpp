@@ -269,7 +269,7 @@ SimBackend::SimBackend(SimOptions options) : options_(std::move(options)) {}
 SimBackend::~SimBackend() = default;
 
 Result<perf::Poller*> SimBackend::poller() {
-  std::lock_guard l(poller_mutex_);
+  MutexLock l(poller_mutex_);
   if (shut_down_) return err(ESHUTDOWN, "the sim backend is shut down");
   if (!poller_) {
     auto p = perf::Poller::create();
@@ -312,7 +312,7 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
 void SimBackend::shutdown() {
   perf::Poller* p = nullptr;
   {
-    std::lock_guard l(poller_mutex_);
+    MutexLock l(poller_mutex_);
     shut_down_ = true;
     p = poller_.get();
   }
@@ -323,7 +323,7 @@ void SimBackend::shutdown() {
 
 Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, std::weak_ptr<TargetListener> listener) {
   {
-    std::lock_guard l(poller_mutex_);
+    MutexLock l(poller_mutex_);
     if (shut_down_) return err(ESHUTDOWN, "the sim backend is shut down");
   }
   // The sim raises its interrupts when the engine replays time; it calls the

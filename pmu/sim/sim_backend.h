@@ -10,10 +10,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "pmu/backend.h"
 #include "pmu/backend_entry.h"
 #include "pmu/intel_arch_perfmon.h"
@@ -71,8 +71,9 @@ class SimBackend final : public Backend {
   // A thread target with `inherit` follows its children (TargetPmu::
   // takeChildEvents, adoptChild); a cpu target with it is -EINVAL. Where perf
   // cannot follow them (perf_event_paranoid), the kernel's error.
-  Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
-  void shutdown() override;
+  Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override
+      EXCLUDES(poller_mutex_);
+  void shutdown() override EXCLUDES(poller_mutex_);
 
   const std::vector<SimEvent>& events() const { return options_.events; }
   std::uint64_t skid() const { return options_.skid; }
@@ -82,7 +83,7 @@ class SimBackend final : public Backend {
 
  private:
   explicit SimBackend(SimOptions options);
-  Result<perf::Poller*> poller();
+  Result<perf::Poller*> poller() EXCLUDES(poller_mutex_);
 
   SimOptions options_;
   PmuDescription desc_;
@@ -92,9 +93,11 @@ class SimBackend final : public Backend {
   // arrive, so that an exit is handled even when nobody reads a file. Made at
   // the first attach with inherit; targets hold it by pointer, so it lives as
   // long as the backend.
-  std::mutex poller_mutex_;  // guards poller_ and shut_down_
-  std::unique_ptr<perf::Poller> poller_;
-  bool shut_down_ = false;
+  // A leaf. The Poller itself is safe from any thread: only the pointer is
+  // guarded, and Poller::stop() is called without it.
+  Mutex poller_mutex_;
+  std::unique_ptr<perf::Poller> poller_ GUARDED_BY(poller_mutex_);
+  bool shut_down_ GUARDED_BY(poller_mutex_) = false;
 };
 
 }  // namespace pfmfs::pmu::sim

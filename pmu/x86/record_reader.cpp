@@ -26,7 +26,7 @@ RecordReader::RecordReader(HelperDevice& device, Fd wake) : device_(device), wak
 RecordReader::~RecordReader() { stop(); }
 
 void RecordReader::stop() {
-  std::lock_guard l(stop_mutex_);
+  MutexLock l(stop_mutex_);
   if (!thread_.joinable()) return;
   std::uint64_t one = 1;
   (void)!::write(wake_.get(), &one, sizeof one);
@@ -34,19 +34,19 @@ void RecordReader::stop() {
 }
 
 void RecordReader::watch(const Target& target, std::shared_ptr<Watch> w) {
-  std::lock_guard l(mutex_);
+  MutexLock l(mutex_);
   watches_[Key{static_cast<int>(target.kind), target.id}] = std::move(w);
 }
 
 void RecordReader::unwatch(const Target& target) {
-  std::lock_guard l(mutex_);
+  MutexLock l(mutex_);
   watches_.erase(Key{static_cast<int>(target.kind), target.id});
 }
 
 void RecordReader::closeFamily(Family& family) {
   std::map<pid_t, Family::Born> born;
   {
-    std::lock_guard l(family.mutex);
+    MutexLock l(family.mutex);
     family.closed = true;
     born.swap(family.born);
   }
@@ -62,13 +62,13 @@ std::shared_ptr<Watch> RecordReader::routeFork(const pfmfs_helper_record& r) {
   const Target child{TargetKind::Thread, static_cast<int>(r.child_tid)};
   std::shared_ptr<Watch> parent;
   {
-    std::lock_guard l(mutex_);
+    MutexLock l(mutex_);
     auto it = watches_.find(Key{static_cast<int>(TargetKind::Thread), static_cast<int>(r.tid)});
     if (it != watches_.end()) parent = it->second;
   }
   if (parent && r.time_ns >= parent->attached_ns && parent->family) {
     Family& fam = *parent->family;
-    std::lock_guard l(fam.mutex);
+    MutexLock l(fam.mutex);
     if (!fam.closed) {
       ChildEvent e;
       e.kind = ChildEvent::Kind::Created;
@@ -99,7 +99,7 @@ std::shared_ptr<Watch> RecordReader::route(const pfmfs_helper_record& r) {
   if (r.type == PFMFS_HELPER_REC_FORK) return routeFork(r);
   std::shared_ptr<Watch> w;
   {
-    std::lock_guard l(mutex_);
+    MutexLock l(mutex_);
     // Thread and cpu targets never coexist (the module refuses it), so an
     // interrupt belongs to the thread it hit if that is attached, else to
     // the cpu it hit.
@@ -112,7 +112,7 @@ std::shared_ptr<Watch> RecordReader::route(const pfmfs_helper_record& r) {
   if (r.time_ns < w->attached_ns) return nullptr;
   switch (r.type) {
     case PFMFS_HELPER_REC_OVERFLOW: {
-      std::lock_guard l(w->mutex);
+      MutexLock l(w->mutex);
       w->overflows.push_back(r);
       w->frozen.store(true);
       return w;
@@ -126,7 +126,7 @@ std::shared_ptr<Watch> RecordReader::route(const pfmfs_helper_record& r) {
         e.pid = static_cast<pid_t>(r.pid);
         e.tid = static_cast<pid_t>(r.tid);
         e.final_time_ns = r.value;  // its CPU time: it may be reaped before we read it
-        std::lock_guard l(w->family->mutex);
+        MutexLock l(w->family->mutex);
         w->family->events.push_back(e);
       }
       return w;
@@ -159,7 +159,7 @@ void RecordReader::run() {
         lost_.fetch_add(r.value, std::memory_order_relaxed);
         std::vector<std::shared_ptr<Watch>> all;
         {
-          std::lock_guard l(mutex_);
+          MutexLock l(mutex_);
           for (auto& [key, w] : watches_) all.push_back(w);
         }
         for (auto& w : all) {

@@ -11,11 +11,11 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "pmu/backend.h"
 #include "pmu/fd.h"
 #include "pmu/x86/helper_device.h"
@@ -28,8 +28,8 @@ struct Family;
 struct Watch {
   std::weak_ptr<TargetListener> listener;
   std::uint64_t attached_ns = 0;  // records stamped before this belong to an earlier attachment
-  std::mutex mutex;               // guards overflows
-  std::deque<pfmfs_helper_record> overflows;
+  Mutex mutex;                    // a leaf
+  std::deque<pfmfs_helper_record> overflows GUARDED_BY(mutex);
   // The module froze the target's counters at an interrupt (GLOBAL_CTRL 0)
   // and they stay frozen until the backend enables them again.
   std::atomic<bool> frozen{false};
@@ -53,10 +53,11 @@ struct Family {
     std::shared_ptr<Watch> watch;
     std::uint64_t tag = 0;  // the module's template it started with
   };
-  std::mutex mutex;  // guards everything below
-  std::vector<ChildEvent> events;
-  std::map<pid_t, Born> born;  // attached by the module, not adopted yet
-  bool closed = false;         // the target let go: a child attached now is let go at once
+  // Before RecordReader::mutex_ (the reader watches a child with it held).
+  Mutex mutex;
+  std::vector<ChildEvent> events GUARDED_BY(mutex);
+  std::map<pid_t, Born> born GUARDED_BY(mutex);  // attached by the module, not adopted yet
+  bool closed GUARDED_BY(mutex) = false;         // the target let go: a child attached now is let go at once
 };
 
 class RecordReader {
@@ -67,35 +68,35 @@ class RecordReader {
   RecordReader(const RecordReader&) = delete;
   RecordReader& operator=(const RecordReader&) = delete;
 
-  void watch(const Target& target, std::shared_ptr<Watch> w);
-  void unwatch(const Target& target);
+  void watch(const Target& target, std::shared_ptr<Watch> w) EXCLUDES(mutex_);
+  void unwatch(const Target& target) EXCLUDES(mutex_);
   // The target of a family lets go: its children not adopted yet are
   // detached, and so is any child whose FORK record comes later.
-  void closeFamily(Family& family);
+  void closeFamily(Family& family) EXCLUDES(mutex_);
 
   // Stops the thread and joins it: when it returns, no listener is in a call
   // and none is called again; records the module queues from then on stay
   // unread. The caller must hold no lock a listener takes. Idempotent.
-  void stop();
+  void stop() EXCLUDES(stop_mutex_, mutex_);
 
   // Records the module dropped because the ring was full.
   std::uint64_t lost() const { return lost_.load(std::memory_order_relaxed); }
 
  private:
   RecordReader(HelperDevice& device, Fd wake);
-  void run();
+  void run() EXCLUDES(mutex_);
   // Queues one record on its target; returns the listener to call, if any.
-  std::shared_ptr<Watch> route(const pfmfs_helper_record& r);
+  std::shared_ptr<Watch> route(const pfmfs_helper_record& r) EXCLUDES(mutex_);
   // A FORK record: the child goes to its parent's family, or is let go.
-  std::shared_ptr<Watch> routeFork(const pfmfs_helper_record& r);
+  std::shared_ptr<Watch> routeFork(const pfmfs_helper_record& r) EXCLUDES(mutex_);
 
   using Key = std::pair<int, int>;  // (TargetKind, id)
   HelperDevice& device_;
-  Fd wake_;           // eventfd: stop
-  std::mutex mutex_;  // guards watches_; never held while a listener runs
-  std::map<Key, std::shared_ptr<Watch>> watches_;
+  Fd wake_;      // eventfd: stop
+  Mutex mutex_;  // a leaf: never held while a listener runs
+  std::map<Key, std::shared_ptr<Watch>> watches_ GUARDED_BY(mutex_);
   std::atomic<std::uint64_t> lost_{0};
-  std::mutex stop_mutex_;  // serialises stop()
+  Mutex stop_mutex_ ACQUIRED_BEFORE(mutex_);  // serialises stop()
   std::thread thread_;
 };
 

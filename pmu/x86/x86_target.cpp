@@ -158,7 +158,7 @@ std::uint64_t X86Target::freeze(std::optional<std::uint64_t> final_time_ns) {
 std::optional<HwOverflow> X86Target::takeOverflow() {
   pfmfs_helper_record r{};
   {
-    std::lock_guard l(watch_->mutex);
+    MutexLock l(watch_->mutex);
     if (!watch_->overflows.empty()) {
       r = watch_->overflows.front();
       watch_->overflows.pop_front();
@@ -192,7 +192,7 @@ std::optional<HwOverflow> X86Target::takeOverflow() {
 RegMask X86Target::overflowsInSkid() {
   std::uint64_t status = 0;
   {
-    std::lock_guard l(watch_->mutex);
+    MutexLock l(watch_->mutex);
     for (const auto& r : watch_->overflows) status |= r.value;
   }
   return status ? driver_.statusToPmds(status) : 0;
@@ -207,7 +207,7 @@ bool X86Target::gone() {
 
 void X86Target::takeChildEvents(std::vector<ChildEvent>& out) {
   if (!watch_->family) return;
-  std::lock_guard l(watch_->family->mutex);
+  MutexLock l(watch_->family->mutex);
   auto& events = watch_->family->events;
   out.insert(out.end(), events.begin(), events.end());
   events.clear();
@@ -220,7 +220,7 @@ Result<std::unique_ptr<TargetPmu>> X86Target::adoptChild(pid_t tid, std::weak_pt
   if (!watch_->family) return err(EINVAL, "thread {} does not follow its children (no inherit)", target_.id);
   Family::Born born;
   {
-    std::lock_guard l(watch_->family->mutex);
+    MutexLock l(watch_->family->mutex);
     auto it = watch_->family->born.find(tid);
     if (it == watch_->family->born.end())
       return err(ESRCH, "thread {} was not attached by the helper module at its creation", tid);
