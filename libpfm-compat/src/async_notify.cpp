@@ -15,17 +15,22 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "context_table.h"
 
 namespace pfmcompat {
 namespace {
 
-std::mutex g_mutex;      // creation, fork and the abandoned fences only
-bool g_started = false;  // the threads run in this process
-int g_epoll = -1;
-int g_request_read = -1;
+using pfmfs::Mutex;
+using pfmfs::MutexLock;
+
+Mutex g_mutex;                               // creation, fork and the abandoned fences only; a leaf
+bool g_started GUARDED_BY(g_mutex) = false;  // the threads run in this process
+int g_epoll GUARDED_BY(g_mutex) = -1;
+int g_request_read GUARDED_BY(g_mutex) = -1;
+// Written under g_mutex before the watcher starts (or in a fork child, alone)
+// and read by the watcher without it: thread creation orders the two.
 int g_request_write = -1;
 
 // A caller of drainNotifications waiting for the signaller to reach it.
@@ -45,7 +50,7 @@ struct Fence {
 };
 // The fences given up on: kept reachable, so that a leak checker does not
 // count them (the threads may still reach one).
-Fence* g_abandoned = nullptr;
+Fence* g_abandoned GUARDED_BY(g_mutex) = nullptr;
 
 // What the watcher asks the signaller to send, whole in one pipe write; or,
 // with `fence`, that it say when it got there.
@@ -209,9 +214,9 @@ bool startThread(void* (*main)(void*), intptr_t arg) {
 
 // In a fork child the threads are gone; the inherited epoll set and pipe
 // belong to the parent's threads and are let go of here.
-void atforkPrepare() { g_mutex.lock(); }
-void atforkParent() { g_mutex.unlock(); }
-void atforkChild() {
+void atforkPrepare() ACQUIRE(g_mutex) { g_mutex.lock(); }
+void atforkParent() RELEASE(g_mutex) { g_mutex.unlock(); }
+void atforkChild() RELEASE(g_mutex) {
   // The forking thread took the mutex in atforkPrepare and is the one left.
   if (g_started) {
     close(g_epoll);
@@ -223,7 +228,7 @@ void atforkChild() {
   g_mutex.unlock();
 }
 
-bool ensureStarted() {
+bool ensureStarted() REQUIRES(g_mutex) {
   static bool atfork_registered = false;
   if (!atfork_registered) {
     pthread_atfork(atforkPrepare, atforkParent, atforkChild);
@@ -267,7 +272,7 @@ bool ensureStarted() {
 void drainNotifications(int fd) {
   int epfd;
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
+    MutexLock lock(g_mutex);
     if (!g_started) return;
     epfd = g_epoll;
   }
@@ -305,13 +310,13 @@ void drainNotifications(int fd) {
     delete fence;
     return;
   }
-  std::lock_guard<std::mutex> lock(g_mutex);  // the threads may still reach it: kept, a few bytes, rarely
+  MutexLock lock(g_mutex);  // the threads may still reach it: kept, a few bytes, rarely
   fence->next_abandoned = g_abandoned;
   g_abandoned = fence;
 }
 
 void watchContext(int fd, uint32_t generation) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  MutexLock lock(g_mutex);
   if (!ensureStarted()) return;  // no threads: contexts still work, without signals
   struct epoll_event ev;
   ev.events = EPOLLIN | EPOLLPRI | EPOLLET;

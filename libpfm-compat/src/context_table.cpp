@@ -11,15 +11,19 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 #include <new>
+
+#include "base/mutex.h"
 
 namespace pfmcompat {
 namespace {
 
 std::atomic<Context*> g_slots[ContextTable::kMaxFd];
 std::atomic<Context*> g_free{nullptr};
-std::mutex g_pop_mutex;
+// One pop from g_free at a time (a push needs none), so that no pop sees a
+// head another popped and pushed back meanwhile (ABA). Guards no field of
+// its own: the list is atomics. A leaf.
+pfmfs::Mutex g_pop_mutex;
 std::atomic<int> g_highest{-1};  // no slot above it was ever filled
 
 Context* acquireAt(int fd) {
@@ -71,7 +75,7 @@ bool statProgramFd(int fd, struct stat* st) { return syscall(SYS_fstat, fd, st) 
 
 Context* ContextTable::allocate() {
   {
-    std::lock_guard<std::mutex> lock(g_pop_mutex);
+    pfmfs::MutexLock lock(g_pop_mutex);
     Context* head = g_free.load(std::memory_order_acquire);
     while (head &&
            !g_free.compare_exchange_weak(head, head->next_free, std::memory_order_acq_rel, std::memory_order_acquire)) {

@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace pfmcompat {
 namespace {
@@ -30,7 +31,9 @@ constexpr size_t kPathMax = 4096;
 
 char g_path[kPathMax];
 std::atomic<bool> g_found{false};
-std::mutex g_lookup_mutex;
+// Serialises the lookup, a leaf; guards no field: g_path is written once
+// under it and published by g_found (release), which readers load first.
+pfmfs::Mutex g_lookup_mutex;
 
 // /run/pfmfs counts when its version file says "pfmfs": that is true of the
 // mount itself and of a bind mount of it, and false of an empty directory
@@ -115,7 +118,7 @@ void stripTrailingSlashes(char* p) {
 
 const char* mountPath() {
   if (g_found.load(std::memory_order_acquire)) return g_path;
-  std::lock_guard<std::mutex> lock(g_lookup_mutex);
+  pfmfs::MutexLock lock(g_lookup_mutex);
   if (g_found.load(std::memory_order_relaxed)) return g_path;
 
   int saved_errno = errno;  // a successful lookup leaves errno as it found it

@@ -10,9 +10,9 @@
 
 #include <atomic>
 #include <climits>
-#include <mutex>
 #include <new>
 
+#include "base/mutex.h"
 #include "mount.h"
 
 namespace pfmcompat::pfmlib {
@@ -20,7 +20,9 @@ namespace pfmcompat::pfmlib {
 namespace {
 
 std::atomic<const PmuModel*> g_model{nullptr};
-std::mutex g_init_mutex;  // serialises loading; readers use g_model alone
+// Serialises loading; readers use g_model alone, so it guards no field.
+// Before mount.cpp's lookup mutex (pfm_initialize finds the mount under it).
+pfmfs::Mutex g_init_mutex;
 std::atomic<bool> g_debug{false};
 std::atomic<bool> g_verbose{false};
 constexpr int kNotForced = INT_MIN;
@@ -104,7 +106,7 @@ PFMLIB_EXPORT int pfm_set_options(pfmlib_options_t* opt) {
 // success every call returns PFMLIB_SUCCESS at once. Safe from several threads.
 PFMLIB_EXPORT int pfm_initialize(void) {
   if (currentModel()) return PFMLIB_SUCCESS;
-  std::lock_guard lock(g_init_mutex);
+  pfmfs::MutexLock lock(g_init_mutex);
   if (currentModel()) return PFMLIB_SUCCESS;
   // libpfm read these at initialisation; pfm_set_options() can still clear
   // them. Not in a set-id program, whose output its caller may not see.
