@@ -70,7 +70,7 @@ Status Session::publish(Status result) {
 }
 
 Status Session::refuse(Error e) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return fail(std::move(e));
 }
 
@@ -102,7 +102,7 @@ std::uint64_t Session::effectiveTimeout(const SwitchSpec& s) const {
 // ---- mode, flags -----------------------------------------------------------
 
 Mode Session::mode() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return mode_;
 }
 
@@ -118,7 +118,7 @@ Status Session::setMode(Mode m) {
 }
 
 Flags Session::flags() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return flags_;
 }
 
@@ -274,7 +274,7 @@ void Session::targetGone() {
 }
 
 std::optional<pmu::Target> Session::loadedTarget() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!loaded()) return std::nullopt;
   return target_;
 }

@@ -14,12 +14,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "pmu/backend.h"
 #include "pmu/fd.h"
 #include "pmu/result.h"
@@ -204,81 +204,84 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // the target, then every child followed. The target's PMU is there while
   // loaded; it counts until the target exits (on an Aggregate backend also
   // after: its PMU carries the children's).
-  DrivenThread& target() { return *threads_.front(); }
-  const DrivenThread& target() const { return *threads_.front(); }
-  bool isTarget(const DrivenThread& t) const { return &t == threads_.front().get(); }
+  DrivenThread& target() REQUIRES(mutex_) { return *threads_.front(); }
+  const DrivenThread& target() const REQUIRES(mutex_) { return *threads_.front(); }
+  bool isTarget(const DrivenThread& t) const REQUIRES(mutex_) { return &t == threads_.front().get(); }
   template <class Fn>
-  void forEachDriven(Fn&& fn) {
+  void forEachDriven(Fn&& fn) REQUIRES(mutex_) {
     if (target().pmu && (!inheritance_.hasTargetExited() || aggregate_)) fn(target());
     for (std::size_t i = 1; i < threads_.size(); ++i) fn(*threads_[i]);
   }
-  std::size_t followedThreads() const { return threads_.size() - 1; }
+  std::size_t followedThreads() const REQUIRES(mutex_) { return threads_.size() - 1; }
   // A thread's values of set `s`, by slot.
-  std::vector<ThreadPmd>& valuesOf(DrivenThread& t, const EventSet& s) { return t.pmds(s.id(), desc_.pmds.size()); }
-  bool anyHeld() const;
-  void releaseHolds();
+  std::vector<ThreadPmd>& valuesOf(DrivenThread& t, const EventSet& s) REQUIRES(mutex_) {
+    return t.pmds(s.id(), desc_.pmds.size());
+  }
+  bool anyHeld() const REQUIRES(mutex_);
+  void releaseHolds() REQUIRES(mutex_);
 
-  EventSet* findSet(unsigned id);
-  Status fail(Error e);
-  bool loaded() const { return state_ != State::Unloaded; }
-  bool counting() const { return state_ == State::Active; }
-  EventSet& activeSet();
-  std::uint64_t effectiveTimeout(const SwitchSpec& s) const;
+  EventSet* findSet(unsigned id) REQUIRES(mutex_);
+  Status fail(Error e) REQUIRES(mutex_);
+  bool loaded() const REQUIRES(mutex_) { return state_ != State::Unloaded; }
+  bool counting() const REQUIRES(mutex_) { return state_ == State::Active; }
+  EventSet& activeSet() REQUIRES(mutex_);
+  std::uint64_t effectiveTimeout(const SwitchSpec& s) const REQUIRES(mutex_);
 
   // Time and hardware (session_time.cpp).
-  void catchUp();                       // to the present, children's news first
-  void catchUpNow();                    // to the present, time only
-  void catchUpTo(std::uint64_t t_end);  // lockstep: every thread on the session's time
-  void catchUpTree();                   // real clock with followers: each thread on its own
-  std::uint64_t catchUpThread(DrivenThread& t);
-  void switchIfTimeIsUp();
-  std::uint64_t advanceAll(std::uint64_t t);
-  std::uint64_t nextOverflowAll();
-  bool treeClock() const;
-  void accountTo(std::uint64_t t);
-  void drainOverflows();
-  void drainOverflows(DrivenThread& t);
-  void mask();  // stop counting until restart
-  void handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o);
-  void handleUserOverflow(DrivenThread& t, pmu::RegMask pmds, const pmu::HwOverflow& o);
-  void sampleActive();  // no-interrupt backends: catch wraps
-  void sampleThread(DrivenThread& t);
-  void takeOverflowInSkid();  // before the active set leaves the PMU
-  void takeOverflowInSkid(DrivenThread& t);
-  void readHw(DrivenThread& t, pmu::RegMask pmds);
-  void foldActive(DrivenThread& t);  // hardware bits into the active set's values
-  void foldAll();
-  Status programActive(DrivenThread& t);  // the active set onto one thread's hardware (counting disabled)
-  Status programAll();
-  void enableAll();
-  void disableAll();
-  void haltCounting(const Error& e);  // the backend refused a set while counting
-  void resetPmds(DrivenThread& t, EventSet& set, pmu::RegMask pmds, bool long_reset);
-  std::uint64_t resetValue(const PmdState& p, bool long_reset);
-  void switchTo(EventSet& next);
-  EventSet& nextSet();
-  Status startCounting();
-  void stopCounting();
-  void unloadLocked(bool exited);
-  void releaseState();
-  void queueMessage(const Message& m);
-  void liveValues(const EventSet& set, pmu::RegMask pmds);
+  void catchUp() REQUIRES(mutex_);                       // to the present, children's news first
+  void catchUpNow() REQUIRES(mutex_);                    // to the present, time only
+  void catchUpTo(std::uint64_t t_end) REQUIRES(mutex_);  // lockstep: every thread on the session's time
+  void catchUpTree() REQUIRES(mutex_);                   // real clock with followers: each thread on its own
+  std::uint64_t catchUpThread(DrivenThread& t) REQUIRES(mutex_);
+  void switchIfTimeIsUp() REQUIRES(mutex_);
+  std::uint64_t advanceAll(std::uint64_t t) REQUIRES(mutex_);
+  std::uint64_t nextOverflowAll() REQUIRES(mutex_);
+  bool treeClock() const REQUIRES(mutex_);
+  void accountTo(std::uint64_t t) REQUIRES(mutex_);
+  void drainOverflows() REQUIRES(mutex_);
+  void drainOverflows(DrivenThread& t) REQUIRES(mutex_);
+  void mask() REQUIRES(mutex_);  // stop counting until restart
+  void handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) REQUIRES(mutex_);
+  void handleUserOverflow(DrivenThread& t, pmu::RegMask pmds, const pmu::HwOverflow& o) REQUIRES(mutex_);
+  void sampleActive() REQUIRES(mutex_);  // no-interrupt backends: catch wraps
+  void sampleThread(DrivenThread& t) REQUIRES(mutex_);
+  void takeOverflowInSkid() REQUIRES(mutex_);  // before the active set leaves the PMU
+  void takeOverflowInSkid(DrivenThread& t) REQUIRES(mutex_);
+  void readHw(DrivenThread& t, pmu::RegMask pmds) REQUIRES(mutex_);
+  void foldActive(DrivenThread& t) REQUIRES(mutex_);  // hardware bits into the active set's values
+  void foldAll() REQUIRES(mutex_);
+  Status programActive(DrivenThread& t)
+      REQUIRES(mutex_);  // the active set onto one thread's hardware (counting disabled)
+  Status programAll() REQUIRES(mutex_);
+  void enableAll() REQUIRES(mutex_);
+  void disableAll() REQUIRES(mutex_);
+  void haltCounting(const Error& e) REQUIRES(mutex_);  // the backend refused a set while counting
+  void resetPmds(DrivenThread& t, EventSet& set, pmu::RegMask pmds, bool long_reset) REQUIRES(mutex_);
+  std::uint64_t resetValue(const PmdState& p, bool long_reset) REQUIRES(mutex_);
+  void switchTo(EventSet& next) REQUIRES(mutex_);
+  EventSet& nextSet() REQUIRES(mutex_);
+  Status startCounting() REQUIRES(mutex_);
+  void stopCounting() REQUIRES(mutex_);
+  void unloadLocked(bool exited) REQUIRES(mutex_);
+  void releaseState() REQUIRES(mutex_);
+  void queueMessage(const Message& m) REQUIRES(mutex_);
+  void liveValues(const EventSet& set, pmu::RegMask pmds) REQUIRES(mutex_);
 
   // Inheritance (session_children.cpp).
-  bool followingChildren() const { return followedThreads() > 0 || inheritance_.aggregateCount() > 0; }
-  void drainChildEvents();
-  void adoptFollower(const pmu::ChildEvent& e);
-  void finishFollower(std::size_t i, std::optional<std::uint64_t> final_time_ns);
-  void aggregateExited(const pmu::ChildEvent& e);
-  void targetExitedLocked();
-  Status prepareSets();
-  void dropFollowers();
-  Status publishChildImage();
+  bool followingChildren() const REQUIRES(mutex_) { return followedThreads() > 0 || inheritance_.aggregateCount() > 0; }
+  void drainChildEvents() REQUIRES(mutex_);
+  void adoptFollower(const pmu::ChildEvent& e) REQUIRES(mutex_);
+  void finishFollower(std::size_t i, std::optional<std::uint64_t> final_time_ns) REQUIRES(mutex_);
+  void aggregateExited(const pmu::ChildEvent& e) REQUIRES(mutex_);
+  void targetExitedLocked() REQUIRES(mutex_);
+  Status prepareSets() REQUIRES(mutex_);
+  void dropFollowers() REQUIRES(mutex_);
+  Status publishChildImage() REQUIRES(mutex_);
   // The fast path (session_fast_page.cpp).
-  void publishFastPage();
+  void publishFastPage() REQUIRES(mutex_);
   // The end of an operation (Op::publish): the child image, then the fast page.
-  Status publish(Status result);
-  bool fillFastPage(fastpath::Page& p);
+  Status publish(Status result) REQUIRES(mutex_);
+  bool fillFastPage(fastpath::Page& p) REQUIRES(mutex_);
 
   Engine& engine_;
   const pmu::PmuDescription& desc_;
@@ -288,56 +291,56 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   const bool interrupts_;
   const bool aggregate_;  // inheritance: the backend counts children itself (perf)
 
-  mutable std::mutex mutex_;  // guards everything below
-  Mode mode_ = Mode::Thread;
-  Flags flags_;
-  State state_ = State::Unloaded;
-  bool ever_loaded_ = false;
-  bool retired_ = false;  // destroyed: loads refused
-  bool exited_ = false;
-  std::string error_;
-  std::map<std::uint16_t, EventSet> sets_;
-  std::uint16_t active_set_ = 0;
-  bool set_chosen_ = false;  // a start or load set=N has picked the active set
-  MessageQueue messages_;
-  bool notify_pending_ = false;  // messages queued since the observer was last told
+  mutable Mutex mutex_;  // guards everything below
+  Mode mode_ GUARDED_BY(mutex_) = Mode::Thread;
+  Flags flags_ GUARDED_BY(mutex_);
+  State state_ GUARDED_BY(mutex_) = State::Unloaded;
+  bool ever_loaded_ GUARDED_BY(mutex_) = false;
+  bool retired_ GUARDED_BY(mutex_) = false;  // destroyed: loads refused
+  bool exited_ GUARDED_BY(mutex_) = false;
+  std::string error_ GUARDED_BY(mutex_);
+  std::map<std::uint16_t, EventSet> sets_ GUARDED_BY(mutex_);
+  std::uint16_t active_set_ GUARDED_BY(mutex_) = 0;
+  bool set_chosen_ GUARDED_BY(mutex_) = false;  // a start or load set=N has picked the active set
+  MessageQueue messages_ GUARDED_BY(mutex_);
+  bool notify_pending_ GUARDED_BY(mutex_) = false;  // messages queued since the observer was last told
   // Operations between queueing messages (counted under the lock) and
   // having told the observer (after it).
   mutable std::atomic<unsigned> notifying_{0};
 
   // The target, always (its values outlive loads), then while loaded every
   // child followed: forEachDriven().
-  std::vector<std::unique_ptr<DrivenThread>> threads_;
-  std::uint64_t next_serial_ = 1;  // the next child's DrivenThread::serial
+  std::vector<std::unique_ptr<DrivenThread>> threads_ GUARDED_BY(mutex_);
+  std::uint64_t next_serial_ GUARDED_BY(mutex_) = 1;  // the next child's DrivenThread::serial
 
   // While loaded.
-  pmu::Target target_;
+  pmu::Target target_ GUARDED_BY(mutex_);
   // Scratch, by slot: hardware bits read or to load, PMC image, 64-bit values.
-  std::vector<std::uint64_t> hw_;
-  std::vector<std::uint64_t> pmc_image_;
-  std::vector<std::uint64_t> values_;
-  std::uint64_t counted_to_ = 0;    // target time accounted so far while counting
-  std::uint64_t set_elapsed_ = 0;   // counting time of the active set in this activation
-  std::uint64_t last_sample_ = 0;   // no-interrupt backends
-  OverflowBudget overflow_budget_;  // overflow interrupts left, refilled on counted time
-  std::uint16_t pending_set_ = 0;   // masked: the set whose PMDs restart resets
-  pmu::RegMask pending_resets_ = 0;
-  bool stopped_while_masked_ = false;  // masked, then stop: restart leaves the session loaded
-  bool late_restart_ok_ = false;       // unloaded while masked: one restart is a late acknowledgement
+  std::vector<std::uint64_t> hw_ GUARDED_BY(mutex_);
+  std::vector<std::uint64_t> pmc_image_ GUARDED_BY(mutex_);
+  std::vector<std::uint64_t> values_ GUARDED_BY(mutex_);
+  std::uint64_t counted_to_ GUARDED_BY(mutex_) = 0;    // target time accounted so far while counting
+  std::uint64_t set_elapsed_ GUARDED_BY(mutex_) = 0;   // counting time of the active set in this activation
+  std::uint64_t last_sample_ GUARDED_BY(mutex_) = 0;   // no-interrupt backends
+  OverflowBudget overflow_budget_ GUARDED_BY(mutex_);  // overflow interrupts left, refilled on counted time
+  std::uint16_t pending_set_ GUARDED_BY(mutex_) = 0;   // masked: the set whose PMDs restart resets
+  pmu::RegMask pending_resets_ GUARDED_BY(mutex_) = 0;
+  bool stopped_while_masked_ GUARDED_BY(mutex_) = false;  // masked, then stop: restart leaves the session loaded
+  bool late_restart_ok_ GUARDED_BY(mutex_) = false;  // unloaded while masked: one restart is a late acknowledgement
 
   // Inheritance (inheritance.h): control generations, the children a
   // backend counts itself, merged and dropped figures, the child image.
-  Inheritance inheritance_;
-  std::vector<pmu::ChildEvent> child_events_;  // scratch
-  std::uint64_t tree_now_ = 0;                 // treeClock(): the session's time, CPU time of every followed thread
-  std::uint64_t pending_thread_ = 0;           // masked: the serial of the thread whose PMDs restart resets
+  Inheritance inheritance_ GUARDED_BY(mutex_);
+  std::vector<pmu::ChildEvent> child_events_ GUARDED_BY(mutex_);  // scratch
+  std::uint64_t tree_now_ GUARDED_BY(mutex_) = 0;  // treeClock(): the session's time, CPU time of every followed thread
+  std::uint64_t pending_thread_ GUARDED_BY(mutex_) = 0;  // masked: the serial of the thread whose PMDs restart resets
 
-  FastPagePublisher fast_page_;  // setFastPage(): where the page goes, what it shows
+  FastPagePublisher fast_page_ GUARDED_BY(mutex_);  // setFastPage(): where the page goes, what it shows
 
   // Across loads.
-  std::uint64_t enabled_ns_ = 0;
+  std::uint64_t enabled_ns_ GUARDED_BY(mutex_) = 0;
   // Made at the first random reset: 2.5 KB that most sessions never use.
-  std::unique_ptr<std::mt19937_64> random_;
+  std::unique_ptr<std::mt19937_64> random_ GUARDED_BY(mutex_);
 };
 
 }  // namespace pfmfs::session

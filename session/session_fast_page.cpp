@@ -36,7 +36,7 @@ void Session::setFastPage(fastpath::Page* page) {
 }
 
 Result<std::vector<pmu::Fd>> Session::fastGroupFds(std::uint64_t id) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   std::optional<pmu::FastGroup> g;
   if (target().pmu) g = target().pmu->fastGroup();
   if (!g || g->id != id) return err(ESTALE, "perf group {} is not the loaded set's any more", id);
@@ -57,7 +57,7 @@ void Session::publishFastPage() {
 }
 
 bool Session::fillFastPage(fastpath::Page& p) {
-  auto fits = [this] {
+  auto fits = [this]() REQUIRES(mutex_) {
     return loaded() && state_ != State::Masked && mode_ == Mode::Thread && target_.kind == pmu::TargetKind::Thread &&
            !flags_.inherit && !inheritance_.hasTargetExited() && target().pmu;
   };

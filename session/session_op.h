@@ -3,8 +3,6 @@
 // Session share it. Reads that do neither take the lock alone.
 #pragma once
 
-#include <mutex>
-
 #include "session/engine.h"
 #include "session/session.h"
 
@@ -15,14 +13,19 @@ namespace pfmfs::session {
 // session without asking it. Its destructor releases the lock, and then,
 // when the operation queued messages, tells the observer (who may call back
 // into the session, which is why that comes after the lock).
-class Session::Op {
+//
+// To clang's analysis it is a scoped lock of the session's mutex; its own
+// bodies are not analysed, since the analysis cannot name `s_.mutex_` as the
+// caller's `mutex_`: the lock is held from the constructor to the unlock in
+// the destructor by construction.
+class SCOPED_CAPABILITY Session::Op {
  public:
-  explicit Op(Session& s) : s_(s), lock_(s_.mutex_) {}
-  ~Op() {
+  explicit Op(Session& s) ACQUIRE(s.mutex_) : s_(s) { s_.mutex_.lock(); }
+  ~Op() RELEASE() NO_THREAD_SAFETY_ANALYSIS {
     bool notify = s_.notify_pending_;
     s_.notify_pending_ = false;
     if (notify) s_.notifying_.fetch_add(1);  // under the lock: any later operation sees it
-    lock_.unlock();
+    s_.mutex_.unlock();
     if (notify) {
       s_.engine_.notifyQueued(s_);
       s_.notifying_.fetch_sub(1);
@@ -36,16 +39,15 @@ class Session::Op {
   // fast readers see it. Returns `result`, the operation's own; when that is
   // a success and the backend refused the children's image, the refusal, with
   // its reason in error().
-  Status publish(Status result = {}) { return s_.publish(std::move(result)); }
+  Status publish(Status result = {}) NO_THREAD_SAFETY_ANALYSIS { return s_.publish(std::move(result)); }
   // The same, for an operation with nobody to report a refusal to (an engine
   // hook) or whose answer is right regardless (a read that brought the
   // session to the present): the refusal stays in error() alone, and the
   // image is given again at the end of the next operation.
-  void publishUnreported() { (void)s_.publish({}); }
+  void publishUnreported() NO_THREAD_SAFETY_ANALYSIS { (void)s_.publish({}); }
 
  private:
   Session& s_;
-  std::unique_lock<std::mutex> lock_;
 };
 
 }  // namespace pfmfs::session

@@ -70,7 +70,7 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
 }
 
 Result<PmcState> Session::readPmc(unsigned set, unsigned index) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   EventSet* s = findSet(set);
   if (!s) return fail(err(EINVAL, "no set {}", set)).error();
   int slot = desc_.pmcSlot(index);

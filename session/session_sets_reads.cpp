@@ -40,7 +40,7 @@ Status Session::deleteSet(unsigned id) {
 }
 
 std::vector<std::uint16_t> Session::setIds() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<std::uint16_t> ids;
   for (const auto& [id, s] : sets_) ids.push_back(id);
   return ids;
@@ -104,7 +104,7 @@ StateInfo Session::state() {
 }
 
 std::string Session::error() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return error_;
 }
 
@@ -149,22 +149,22 @@ std::vector<CountLine> Session::counts() {
 }
 
 std::vector<Message> Session::takeMessages(std::size_t max) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return messages_.take(max);
 }
 
 std::vector<Message> Session::takeMessagesWhile(const std::function<bool(const Message&)>& accept) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return messages_.takeWhile(accept);
 }
 
 std::size_t Session::queuedMessages() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return messages_.size();
 }
 
 bool Session::masked() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return state_ == State::Masked;
 }
 

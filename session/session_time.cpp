@@ -116,7 +116,7 @@ std::uint64_t Session::nextOverflowAll() {
 // Switches come at catch-ups (the engine's tick), as on hardware.
 void Session::catchUpTree() {
   std::uint64_t grown = 0;
-  forEachDriven([&](DrivenThread& t) { grown = saturatingAdd(grown, catchUpThread(t)); });
+  forEachDriven([&](DrivenThread& t) REQUIRES(mutex_) { grown = saturatingAdd(grown, catchUpThread(t)); });
   if (!loaded()) return;
   tree_now_ = saturatingAdd(tree_now_, grown);
   accountTo(tree_now_);
@@ -129,7 +129,7 @@ void Session::catchUpTree() {
 // first, as at its interrupt: it may switch (the time switch is then moot)
 // or mask (it waits for restart).
 void Session::switchIfTimeIsUp() {
-  auto time_is_up = [this] {
+  auto time_is_up = [this]() REQUIRES(mutex_) {
     const SwitchSpec& sw = activeSet().switch_spec;
     return counting() && sw.on_time && set_elapsed_ >= effectiveTimeout(sw);
   };
@@ -162,7 +162,7 @@ void Session::accountTo(std::uint64_t t) {
 }
 
 void Session::drainOverflows() {
-  forEachDriven([&](DrivenThread& t) { drainOverflows(t); });
+  forEachDriven([&](DrivenThread& t) REQUIRES(mutex_) { drainOverflows(t); });
 }
 
 void Session::drainOverflows(DrivenThread& t) {
@@ -321,7 +321,7 @@ void Session::readHw(DrivenThread& t, RegMask pmds) {
 // since the last look. The sampling period guarantees at most one.
 void Session::sampleActive() {
   last_sample_ = counted_to_;
-  forEachDriven([&](DrivenThread& t) {
+  forEachDriven([&](DrivenThread& t) REQUIRES(mutex_) {
     if (counting()) sampleThread(t);
   });
 }
@@ -356,7 +356,7 @@ void Session::sampleThread(DrivenThread& t) {
 // this the late interrupt would land in whatever set is loaded then, or in
 // none.
 void Session::takeOverflowInSkid() {
-  forEachDriven([&](DrivenThread& t) { takeOverflowInSkid(t); });
+  forEachDriven([&](DrivenThread& t) REQUIRES(mutex_) { takeOverflowInSkid(t); });
 }
 
 void Session::takeOverflowInSkid(DrivenThread& t) {
@@ -381,7 +381,7 @@ void Session::foldActive(DrivenThread& t) {
 }
 
 void Session::foldAll() {
-  forEachDriven([&](DrivenThread& t) { foldActive(t); });
+  forEachDriven([&](DrivenThread& t) REQUIRES(mutex_) { foldActive(t); });
 }
 
 // Puts the active set on one thread's hardware (counting disabled): the
@@ -402,7 +402,7 @@ Status Session::programActive(DrivenThread& t) {
 
 Status Session::programAll() {
   Status st;
-  forEachDriven([&](DrivenThread& t) {
+  forEachDriven([&](DrivenThread& t) REQUIRES(mutex_) {
     if (st) st = programActive(t);
   });
   return st;
