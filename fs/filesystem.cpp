@@ -44,12 +44,12 @@ Filesystem::Filesystem(session::Engine& engine, FilesystemConfig config)
 Filesystem::~Filesystem() = default;
 
 std::size_t Filesystem::sessionCount() const {
-  std::lock_guard lock(registry_mutex_);
+  MutexLock lock(registry_mutex_);
   return registry_.size();
 }
 
 std::shared_ptr<SessionEntry> Filesystem::findEntry(std::string_view name) const {
-  std::lock_guard lock(registry_mutex_);
+  MutexLock lock(registry_mutex_);
   auto it = registry_.find(name);
   return it == registry_.end() ? nullptr : it->second;
 }
@@ -62,7 +62,7 @@ void Filesystem::messagesQueued(Session& s) {
 void Filesystem::threadExited(pid_t tid) {
   std::vector<std::shared_ptr<SessionEntry>> orphans;
   {
-    std::lock_guard lock(registry_mutex_);
+    MutexLock lock(registry_mutex_);
     for (const auto& [name, e] : registry_) {
       pid_t expected = tid;
       if (e->creator.compare_exchange_strong(expected, 0) && e->open_files == 0) orphans.push_back(e);
@@ -97,7 +97,7 @@ void Filesystem::autoclose(const std::shared_ptr<SessionEntry>& e) {
 void Filesystem::shutdown() {
   std::vector<std::shared_ptr<SessionEntry>> all;
   {
-    std::lock_guard lock(registry_mutex_);
+    MutexLock lock(registry_mutex_);
     for (const auto& [name, e] : registry_) all.push_back(e);
   }
   for (const auto& e : all) destroy(e);

@@ -15,7 +15,7 @@ namespace pfmfs::fs {
 std::shared_ptr<SessionEntry> Filesystem::fastEntry(uid_t uid, std::string_view name, Error& why) {
   std::shared_ptr<SessionEntry> e;
   {
-    std::lock_guard lock(registry_mutex_);
+    MutexLock lock(registry_mutex_);
     auto it = registry_.find(name);
     if (it != registry_.end()) e = it->second;
   }
@@ -34,7 +34,7 @@ Result<pmu::Fd> Filesystem::fastPage(uid_t uid, std::string_view name) {
   Error why;
   auto e = fastEntry(uid, name, why);
   if (!e) return why;
-  std::lock_guard lock(e->fast_mutex);
+  MutexLock lock(e->fast_mutex);
   if (!e->alive) return err(ENOENT, "session {} was destroyed", e->session->name());
   if (!e->fast) {
     auto map = FastPageMap::create(("pfmfs-fastpath:" + e->session->name()).c_str());
@@ -58,7 +58,7 @@ Result<std::vector<pmu::Fd>> Filesystem::fastGroup(uid_t uid, std::string_view n
 // the mount then says there is no such session); their mappings keep the
 // memfd's page alive, ours goes.
 void Filesystem::dropFastPage(SessionEntry& e) {
-  std::lock_guard lock(e.fast_mutex);
+  MutexLock lock(e.fast_mutex);
   if (!e.fast) return;
   e.session->setFastPage(nullptr);
   e.fast.reset();

@@ -9,7 +9,6 @@
 
 #include <charconv>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,8 +26,8 @@ namespace pfmfs::fs {
 // is fresh.
 struct Filesystem::OpenFile {
   NodePtr node;
-  std::mutex mutex;  // guards text
-  std::string text;
+  Mutex mutex;
+  std::string text GUARDED_BY(mutex);
   // Who opened it, with the rights that a write to ctl, pmcK or regs is
   // judged by (load, the OS bit, AnyThread): the opener's, taken at open, as
   // the kernel judges a descriptor by its opener. Whoever the descriptor

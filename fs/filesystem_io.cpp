@@ -84,7 +84,7 @@ void Filesystem::read(fuse_req_t req, fuse_ino_t, std::size_t size, off_t off, f
   std::string chunk;
   int error = 0;
   {
-    std::lock_guard lock(of->mutex);
+    MutexLock lock(of->mutex);
     if (off == 0) {
       auto text = row.render ? row.render(tree(), n) : Result<std::string>(err(EACCES, "not readable"));
       if (text) {

@@ -90,7 +90,7 @@ void Filesystem::mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode
       entry->creator = creator;
     }
     {
-      std::lock_guard lock(registry_mutex_);
+      MutexLock lock(registry_mutex_);
       registry_[name] = entry;
     }
     NodePtr n = inodes_.lookup(parent, name, [&] { return makeNode(rowOf(NodeKind::SessionDir), entry); });
@@ -149,7 +149,7 @@ void Filesystem::rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 void Filesystem::destroy(const std::shared_ptr<SessionEntry>& e) {
   if (e->alive.exchange(false) == false) return;
   {
-    std::lock_guard lock(registry_mutex_);
+    MutexLock lock(registry_mutex_);
     auto it = registry_.find(e->session->name());
     if (it != registry_.end() && it->second == e) registry_.erase(it);
   }

@@ -17,13 +17,13 @@ InodeTable::InodeTable() {
 }
 
 NodePtr InodeTable::get(fuse_ino_t ino) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = nodes_.find(ino);
   return it == nodes_.end() ? nullptr : it->second.node;
 }
 
 NodePtr InodeTable::lookup(fuse_ino_t parent, std::string_view name, const std::function<std::optional<Node>()>& make) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto key = std::make_pair(parent, std::string(name));
   if (auto it = names_.find(key); it != names_.end()) {
     Slot& slot = nodes_.at(it->second);
@@ -42,7 +42,7 @@ NodePtr InodeTable::lookup(fuse_ino_t parent, std::string_view name, const std::
 }
 
 void InodeTable::forget(fuse_ino_t ino, std::uint64_t n) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = nodes_.find(ino);
   // The root is never forgotten; nor is an inode we no longer know asked twice.
   if (it == nodes_.end() || ino == FUSE_ROOT_ID) return;
@@ -60,7 +60,7 @@ void InodeTable::forget(fuse_ino_t ino, std::uint64_t n) {
 }
 
 void InodeTable::unlink(fuse_ino_t parent, std::string_view name) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = names_.find(std::make_pair(parent, std::string(name)));
   if (it == names_.end()) return;
   nodes_.at(it->second).linked = false;
@@ -68,18 +68,18 @@ void InodeTable::unlink(fuse_ino_t parent, std::string_view name) {
 }
 
 bool InodeTable::hasChildren(fuse_ino_t parent) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = names_.lower_bound(std::make_pair(parent, std::string()));
   return it != names_.end() && it->first.first == parent;
 }
 
 std::size_t InodeTable::size() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return nodes_.size();
 }
 
 std::uint64_t InodeTable::lookupCount(fuse_ino_t ino) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = nodes_.find(ino);
   return it == nodes_.end() ? 0 : it->second.nlookup;
 }

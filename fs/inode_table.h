@@ -12,12 +12,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "base/mutex.h"
 #include "fs/fast_page_map.h"
 #include "fs/message_waiters.h"
 #include "fs/tree_schema.h"
@@ -44,8 +44,8 @@ struct SessionEntry {
   std::atomic<fuse_ino_t> dir_ino{0};  // the session directory's inode, for invalidation
   // The fast path's page, made at its first request (Filesystem::fastPage)
   // and dropped by destroy. fast_mutex is taken before the session's lock.
-  std::mutex fast_mutex;
-  std::optional<FastPageMap> fast;
+  Mutex fast_mutex;
+  std::optional<FastPageMap> fast GUARDED_BY(fast_mutex);
 };
 
 // One inode: a row of the tree (tree_schema.h) and what its name picked.
@@ -92,10 +92,10 @@ class InodeTable {
     std::uint64_t nlookup = 0;
     bool linked = true;  // (parent, name) still maps to it
   };
-  mutable std::mutex mutex_;
-  std::map<fuse_ino_t, Slot> nodes_;
-  std::map<std::pair<fuse_ino_t, std::string>, fuse_ino_t, std::less<>> names_;
-  fuse_ino_t next_ino_ = FUSE_ROOT_ID + 1;
+  mutable Mutex mutex_;
+  std::map<fuse_ino_t, Slot> nodes_ GUARDED_BY(mutex_);
+  std::map<std::pair<fuse_ino_t, std::string>, fuse_ino_t, std::less<>> names_ GUARDED_BY(mutex_);
+  fuse_ino_t next_ino_ GUARDED_BY(mutex_) = FUSE_ROOT_ID + 1;
 };
 
 }  // namespace pfmfs::fs

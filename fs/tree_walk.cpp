@@ -25,7 +25,7 @@ std::shared_ptr<SessionEntry> TreeContext::findSession(std::string_view name) co
 
 std::vector<std::string> TreeContext::sessionNames(uid_t uid) const {
   std::vector<std::string> out;
-  std::lock_guard lock(fs_.registry_mutex_);
+  MutexLock lock(fs_.registry_mutex_);
   for (const auto& [name, e] : fs_.registry_)
     if (uid == 0 || e->session->uid() == uid) out.push_back(name);
   return out;
