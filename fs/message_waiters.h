@@ -54,7 +54,8 @@ class MessageWaiters : public std::enable_shared_from_this<MessageWaiters> {
 
   const std::shared_ptr<session::Session> session_;
   // Before Session::mutex_ (answerLocked takes messages); not declared:
-  // Session's lock is not a Mutex yet.
+  // Session's lock is private to it (ACQUIRED_BEFORE(session::Session::mutex_)
+  // once Session names MessageWaiters a friend).
   mutable Mutex mutex_;
   std::deque<PendingRead> reads_ GUARDED_BY(mutex_);
   std::map<const void*, fuse_pollhandle*> polls_ GUARDED_BY(mutex_);

@@ -10,8 +10,9 @@
 // No engine lock is held while the observer is called or while a session's
 // lock is taken from the engine (the engine copies what it needs, then locks).
 // The leaves are Mutexes (base/mutex.h): the fields they guard are declared,
-// and clang checks them; Session::mutex_ is a std::mutex for now, so the
-// order against it is this comment's.
+// and clang checks them. Session::mutex_ is private to Session, so the order
+// against it is this comment's (ACQUIRED_AFTER(Session::mutex_) on each leaf
+// once Session names Engine a friend).
 #pragma once
 
 #include <sys/types.h>
