@@ -9,10 +9,9 @@
 //      TimerThread::mutex_      the sessions that want ticks (leaf)
 // No engine lock is held while the observer is called or while a session's
 // lock is taken from the engine (the engine copies what it needs, then locks).
-// The leaves are Mutexes (base/mutex.h): the fields they guard are declared,
-// and clang checks them. Session::mutex_ is private to Session, so the order
-// against it is this comment's (ACQUIRED_AFTER(Session::mutex_) on each leaf
-// once Session names Engine a friend).
+// The leaves are Mutexes (base/mutex.h): the fields they guard and their
+// place after Session::mutex_ are declared, and clang checks both
+// (TimerThread's order is this comment's: it knows Session by name only).
 #pragma once
 
 #include <sys/types.h>
@@ -93,11 +92,11 @@ class Engine {
   EngineOptions options_;
   std::atomic<SessionObserver*> observer_{nullptr};
 
-  mutable Mutex sessions_mutex_;  // a leaf
+  mutable Mutex sessions_mutex_ ACQUIRED_AFTER(Session::mutex_);  // a leaf
   std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_ GUARDED_BY(sessions_mutex_);
   std::map<uid_t, unsigned> per_uid_ GUARDED_BY(sessions_mutex_);
 
-  Mutex targets_mutex_;  // a leaf
+  Mutex targets_mutex_ ACQUIRED_AFTER(Session::mutex_);  // a leaf
   // tid -> sessions loaded on it
   std::multimap<int, std::weak_ptr<Session>> threads_ GUARDED_BY(targets_mutex_);
   // cpu -> the system-wide session on it
