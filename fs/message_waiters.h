@@ -53,9 +53,9 @@ class MessageWaiters : public std::enable_shared_from_this<MessageWaiters> {
   void notifyPollsLocked() REQUIRES(mutex_);
 
   const std::shared_ptr<session::Session> session_;
-  // Before Session::mutex_ (answerLocked takes messages); not declared:
-  // Session's lock is private to it (ACQUIRED_BEFORE(session::Session::mutex_)
-  // once Session names MessageWaiters a friend).
+  // Before Session::mutex_ (answerLocked takes messages). Not declared:
+  // Session's lock is private, and the engine does not name the fs classes
+  // above it to let them see it; filesystem.h's order and TSan hold this.
   mutable Mutex mutex_;
   std::deque<PendingRead> reads_ GUARDED_BY(mutex_);
   std::map<const void*, fuse_pollhandle*> polls_ GUARDED_BY(mutex_);
