@@ -13,14 +13,13 @@ EventSet::EventSet(std::uint16_t id, const pmu::PmuDescription& desc)
   recomputeUsed();
 }
 
-void EventSet::apply(const PmcWrite& w) {
+void EventSet::setPmc(const PmcWrite& w) {
   int slot = desc_.pmcSlot(w.index);
   assert(slot >= 0);
   pmcs_[static_cast<std::size_t>(slot)] = PmcState{w.value, w.no_emul64};
-  recomputeUsed();
 }
 
-void EventSet::apply(const PmdWrite& w) {
+std::size_t EventSet::setPmd(const PmdWrite& w) {
   int slot = desc_.pmdSlot(w.index);
   assert(slot >= 0);
   PmdState& p = pmds_[static_cast<std::size_t>(slot)];
@@ -36,6 +35,7 @@ void EventSet::apply(const PmdWrite& w) {
   if (w.eventid) p.eventid = *w.eventid;
   if (w.notify) p.notify = *w.notify;
   if (w.random) p.random = *w.random;
+  return static_cast<std::size_t>(slot);
 }
 
 void EventSet::recomputeUsed() {

@@ -49,12 +49,9 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
       foldAll();
     }
   }
-  for (const auto& w : writes) std::visit([s](const auto& x) { s->apply(x); }, w);
   // A written value is the target's (children keep theirs).
   std::vector<ThreadPmd>& values = valuesOf(target(), *s);
-  for (const auto& w : writes)
-    if (const auto* p = std::get_if<PmdWrite>(&w))
-      values[static_cast<std::size_t>(desc_.pmdSlot(p->index))].value = p->value;
+  s->apply(writes, [&values](std::size_t slot, std::uint64_t value) { values[slot].value = value; });
   // A new control: children created before it are not merged (pfmfs(5), INHERITANCE).
   if (reprograms && loaded()) inheritance_.controlChanged();
   if (live) {
