@@ -291,8 +291,13 @@ constexpr bool sessionsOwnTheirSubtree() {
 
 static_assert(parentsAreDirectories(), "a row's parent must be a directory kind");
 static_assert(kindsAgreeOnType(), "rows of one kind are all directories or all files");
+// These two compare functions' and patterns' addresses with null, which GCC
+// cannot do at compile time under -fsanitize=undefined (meson.build); the
+// unit test runs all five checks in every build.
+#ifndef PFMFS_NO_CONSTEXPR_ADDRESSES
 static_assert(accessMatchesMode(), "render and write must match the mode's r and w bits");
 static_assert(namesAreUnique(), "two rows of one directory have the same name");
+#endif
 static_assert(sessionsOwnTheirSubtree(), "everything below sessions/NAME, and only that, is the session's");
 
 }  // namespace tree_checks

@@ -86,6 +86,17 @@ TEST(TreeSchema, OnlyTheFilesPfmfs5SaysTakeTheirOpenersRights) {
             (std::vector<std::string>{"sessions/NAME/ctl", "sessions/NAME/sets/N/pmcN", "sessions/NAME/sets/N/regs"}));
 }
 
+// The table's own checks, which the header asserts at compile time where
+// the compiler can (not under GCC's -fsanitize=undefined): run here in
+// every build, so the sanitizer builds check the table too.
+TEST(TreeSchema, TheTablesOwnChecksHold) {
+  EXPECT_TRUE(tree_checks::parentsAreDirectories());
+  EXPECT_TRUE(tree_checks::kindsAgreeOnType());
+  EXPECT_TRUE(tree_checks::accessMatchesMode());
+  EXPECT_TRUE(tree_checks::namesAreUnique());
+  EXPECT_TRUE(tree_checks::sessionsOwnTheirSubtree());
+}
+
 TEST(TreeSchema, DirectoriesAreTheKindsWithRowsInThem) {
   for (const TreeEntry& row : kTree) {
     EXPECT_TRUE(isDirectory(row.parent)) << pathOf(row);
