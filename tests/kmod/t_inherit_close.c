@@ -106,7 +106,7 @@ void t_inherit_lost(void)
 	struct pfmfs_helper_stats s0, s1;
 	struct pfmfs_helper_msr ops[8];
 	struct pfmfs_helper_hello h;
-	uint64_t v, base;
+	uint64_t v, base, born, gone;
 	pid_t P, C, C2, T;
 	uint32_t n;
 	ssize_t len;
@@ -126,7 +126,9 @@ void t_inherit_lost(void)
 
 	/* 8 children that exit at once: 8 FORK and 8 EXIT records fill the ring. */
 	s0 = kt_stats(fd);
+	born = kt_now();
 	CHECK(ask(0, 'F', 8) == 8, "F");
+	gone = kt_now();
 	s1 = kt_stats(fd);
 	CHECK(s1.records - s0.records == 16 && s1.lost == s0.lost,
 	      "records %llu lost %llu", ULL(s1.records - s0.records), ULL(s1.lost - s0.lost));
@@ -164,9 +166,14 @@ void t_inherit_lost(void)
 		      e->tid == f->child_tid,
 		      "record %d: %s %u/%u, expected the EXIT of %u", 2 + 2 * i, rec_type(e->type),
 		      e->pid, e->tid, f->child_tid);
-		/* Exited at once: their CPU time is a few instants. */
+		/*
+		 * Its own CPU time: no more than the wall time it lived in.
+		 * (A fixed 100 ms failed in a TCG guest beside four builds:
+		 * 226 ms for a child that only exits.)
+		 */
 		kt_log("child %u: EXIT CPU time %llu ns", e->tid, ULL(e->value));
-		CHECK(e->value < 100 * MS, "an instant child's EXIT CPU time %llu ns", ULL(e->value));
+		CHECK(e->value <= gone - born, "a child's EXIT CPU time %llu ns, more than the %llu ns it lived",
+		      ULL(e->value), ULL(gone - born));
 		/* Attached until DETACH: its final counts. */
 		CHECK_OK(kt_target(fd, PFMFS_HELPER_IOC_DETACH, THREAD, f->child_tid));
 	}
