@@ -75,6 +75,9 @@ struct HwOverflow {
   int cpu = 0;           // cpu that took the interrupt
   pid_t pid = 0;         // process (thread group) of the interrupted thread
   pid_t tid = 0;         // the interrupted thread
+  // When it happened, in ns of the backend's clock (a sample's tstamp,
+  // pfmfs(5) SAMPLING); 0: unknown, the engine uses the target's time.
+  std::uint64_t time_ns = 0;
 };
 
 // How a backend tells the engine that something happened on its own threads

@@ -29,6 +29,9 @@ struct ThreadPmd {
   // last reset.
   std::uint64_t segment_start = 0;
   std::uint64_t events = 0;
+  // The value the counter counts from: the last reset or write (a sample's
+  // last_reset_val, pfmfs(5) SAMPLING).
+  std::uint64_t period_start = 0;
 };
 
 class DrivenThread {

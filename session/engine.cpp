@@ -145,6 +145,22 @@ void Engine::noTicks(const Session* s) {
   if (timer_) timer_->remove(s);
 }
 
+Status Engine::chargeSampleBytes(uid_t uid, std::uint64_t give, std::uint64_t take) {
+  MutexLock l(sessions_mutex_);
+  std::uint64_t& used = smpl_bytes_[uid];
+  const std::uint64_t after = used - std::min(used, give) + take;
+  if (take > 0 && after > options_.max_smpl_bytes_per_user) {
+    if (used == 0) smpl_bytes_.erase(uid);
+    return err(
+        ENOMEM,
+        "uid {}'s sampling buffers would take {} bytes, more than the {} allowed (pfmfsd --max-smpl-bytes-per-user)",
+        uid, after, options_.max_smpl_bytes_per_user);
+  }
+  used = after;
+  if (used == 0) smpl_bytes_.erase(uid);
+  return {};
+}
+
 void Engine::notifyQueued(Session& s) {
   if (SessionObserver* o = observer_.load()) o->messagesQueued(s);
 }

@@ -16,6 +16,10 @@ struct EngineOptions {
   // period cannot keep the daemon replaying interrupts for one user.
   std::uint64_t overflow_burst = 1'000'000;
   std::uint64_t overflow_refill_ns = 10'000;
+  // Sampling buffers of one user's sessions together, each counted as its
+  // memfd (buf_size rounded up to pages): perfmon2 charged them to the
+  // caller's RLIMIT_MEMLOCK.
+  std::uint64_t max_smpl_bytes_per_user = 64ull << 20;
 };
 
 }  // namespace pfmfs::session

@@ -28,9 +28,9 @@ struct PmdWrite {
   std::optional<std::uint64_t> short_reset;  // loaded at once after a silent overflow
   std::optional<std::uint64_t> switch_cnt;   // overflows before an ovfl switch; 0 = never
   std::optional<pmu::RegMask> reset_pmds;    // reset together with this one on its overflow
-  std::optional<pmu::RegMask> smpl_pmds;     // recorded by sampling formats (kept, unused)
+  std::optional<pmu::RegMask> smpl_pmds;     // recorded with each sample of this PMD (pfmfs(5), SAMPLING)
   std::optional<std::uint64_t> random_mask;  // reset values are lowered by random() & mask
-  std::optional<std::uint64_t> eventid;      // opaque to the engine
+  std::optional<std::uint64_t> eventid;      // opaque to the engine; shown with each sample
   std::optional<bool> notify;                // overflow queues a message and masks
   std::optional<bool> random;                // randomize reset values
 };

@@ -199,6 +199,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   inheritance_.loaded();
   tree_now_ = 0;
   overflow_budget_.fill();
+  if (sample_buffer_) sample_buffer_->reset();
   active_set_ = first;
   set_chosen_ = set_chosen_ || set.has_value();
   return op.publish();
@@ -236,6 +237,7 @@ void Session::releaseState() {
   std::vector<std::uint64_t>().swap(values_);
   inheritance_.release();
   std::vector<pmu::ChildEvent>().swap(child_events_);
+  releaseSampleBuffer();
   random_.reset();
 }
 
@@ -392,6 +394,7 @@ Status Session::restart() {
     }
   }
   pending_resets_ = 0;
+  if (sample_buffer_) sample_buffer_->clear();
   releaseHolds();
   if (stopped_while_masked_) {
     stopped_while_masked_ = false;

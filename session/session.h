@@ -31,6 +31,7 @@
 #include "session/message_queue.h"
 #include "session/overflow_budget.h"
 #include "session/register_rules.h"
+#include "session/sample_buffer.h"
 
 namespace pfmfs::session {
 
@@ -66,6 +67,10 @@ struct StateInfo {
   std::size_t followed = 0;    // children followed now
   std::uint64_t merged = 0;    // exited children whose counts were added to `children`
   std::uint64_t dropped = 0;   // exited children whose counts were not (the session was reprogrammed since)
+  // With a sampling format (pfmfs(5), SAMPLING): the buffer's entries and fills.
+  bool sampling = false;
+  std::uint64_t smpl_count = 0;
+  std::uint64_t smpl_overflows = 0;
 };
 
 struct SetInfo {
@@ -165,6 +170,19 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Status refuse(Error e);
   std::vector<CountLine> counts();
 
+  // Sampling (pfmfs(5), SAMPLING; session_sampling.cpp). setSampling
+  // replaces the buffer with an empty one (or none): EBUSY while loaded,
+  // EINVAL a spec the format refuses, ENOMEM past the owner's limit
+  // (EngineOptions::max_smpl_bytes_per_user).
+  Status setSampling(const SamplingSpec& spec);
+  SamplingSpec sampling() const;
+  // The buffer as smpl_buf reads (empty with no format), and as samples.
+  std::vector<std::uint8_t> sampleBytes();
+  std::vector<SampleRecord> samples();
+  // A new descriptor of the buffer's sealed memfd, for libpfm-compat's
+  // mapping, with its buf_size. ENOENT: no format.
+  Result<std::pair<pmu::Fd, std::uint64_t>> sampleBufferFd();
+
   // Messages: take removes what it returns.
   std::vector<Message> takeMessages(std::size_t max);
   std::vector<Message> takeMessagesWhile(const std::function<bool(const Message&)>& accept);
@@ -247,6 +265,13 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void mask() REQUIRES(mutex_);  // stop counting until restart
   void handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) REQUIRES(mutex_);
   void handleUserOverflow(DrivenThread& t, pmu::RegMask pmds, const pmu::HwOverflow& o) REQUIRES(mutex_);
+  void notifyOverflow(DrivenThread& t, pmu::RegMask notify, pmu::RegMask resets, const pmu::HwOverflow& o)
+      REQUIRES(mutex_);  // mask, hold, message
+  // With a format: one entry per overflowed PMD (session_sampling.cpp).
+  // Returns the PMD whose entry filled the buffer, 0 if none did.
+  pmu::RegMask recordSamples(DrivenThread& t, EventSet& s, pmu::RegMask pmds, const pmu::HwOverflow& o)
+      REQUIRES(mutex_);
+  void releaseSampleBuffer() REQUIRES(mutex_);
   void sampleActive() REQUIRES(mutex_);  // no-interrupt backends: catch wraps
   void sampleThread(DrivenThread& t) REQUIRES(mutex_);
   void takeOverflowInSkid() REQUIRES(mutex_);  // before the active set leaves the PMU
@@ -339,7 +364,12 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   std::uint64_t tree_now_ GUARDED_BY(mutex_) = 0;  // treeClock(): the session's time, CPU time of every followed thread
   std::uint64_t pending_thread_ GUARDED_BY(mutex_) = 0;  // masked: the serial of the thread whose PMDs restart resets
 
-  FastPagePublisher fast_page_ GUARDED_BY(mutex_);  // setFastPage(): where the page goes, what it shows
+  FastPagePublisher fast_page_ GUARDED_BY(mutex_);
+
+  // The sampling format's buffer, if one is chosen; its bytes are charged
+  // to the owner at the engine.
+  std::unique_ptr<SampleBuffer> sample_buffer_ GUARDED_BY(mutex_);
+  SampleRecord record_ GUARDED_BY(mutex_);  // scratch  // setFastPage(): where the page goes, what it shows
 
   // Across loads.
   std::uint64_t enabled_ns_ GUARDED_BY(mutex_) = 0;

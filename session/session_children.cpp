@@ -76,7 +76,7 @@ void Session::adoptFollower(const pmu::ChildEvent& e) {
   for (auto& [id, set] : sets_) {
     std::vector<ThreadPmd>& pmds = valuesOf(*f, set);
     for (std::size_t slot = 0; slot < pmds.size(); ++slot)
-      pmds[slot].value = pmds[slot].segment_start = set.pmd(slot).initial;
+      pmds[slot].value = pmds[slot].segment_start = pmds[slot].period_start = set.pmd(slot).initial;
   }
   if (!treeClock()) f->pmu->advanceTo(0);
   if (Status st = programActive(*f); !st) {

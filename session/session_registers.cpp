@@ -51,7 +51,9 @@ Status Session::writeRegs(const Caller& caller, unsigned set, const std::vector<
   }
   // A written value is the target's (children keep theirs).
   std::vector<ThreadPmd>& values = valuesOf(target(), *s);
-  s->apply(writes, [&values](std::size_t slot, std::uint64_t value) { values[slot].value = value; });
+  s->apply(writes, [&values](std::size_t slot, std::uint64_t value) {
+    values[slot].value = values[slot].period_start = value;
+  });
   // A new control: children created before it are not merged (pfmfs(5), INHERITANCE).
   if (reprograms && loaded()) inheritance_.controlChanged();
   if (live) {

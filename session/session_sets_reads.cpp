@@ -99,6 +99,11 @@ StateInfo Session::state() {
   i.followed = followedThreads() + inheritance_.aggregateCount();
   i.merged = inheritance_.mergedCount();
   i.dropped = inheritance_.droppedCount();
+  if (sample_buffer_) {
+    i.sampling = true;
+    i.smpl_count = sample_buffer_->count();
+    i.smpl_overflows = sample_buffer_->overflows();
+  }
   op.publishUnreported();
   return i;
 }

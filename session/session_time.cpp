@@ -238,36 +238,44 @@ void Session::handleUserOverflow(DrivenThread& t, RegMask pmds, const pmu::HwOve
     if (p.notify) notify |= bit;
     if (s.switch_spec.on_ovfl && p.switch_left > 0 && --p.switch_left == 0) do_switch = true;
   }
+  // With a sampling format a sample is taken instead, and only the one that
+  // fills the buffer notifies (pfmfs(5), SAMPLING).
+  if (sample_buffer_) notify = recordSamples(t, s, pmds, o);
   if (notify) {
-    // Mask: counting stops here, in every followed thread, and the resets
-    // (of the thread that overflowed) wait for restart.
-    pending_set_ = s.id();
-    pending_resets_ = resets;
-    pending_thread_ = t.serial;
-    mask();
-    if (flags_.notify_block && mode_ == Mode::Thread) {
-      t.pmu->hold(true);
-      t.held = true;
-    }
-    if (flags_.no_msg) {
-      // No message, but pollers (libpfm-compat's signal thread) must still hear of it.
-      notify_pending_ = true;
-    } else {
-      Message m;
-      m.type = MessageType::Overflow;
-      m.set = s.id();
-      m.pmds = notify;
-      // The target's PMU says which thread ran (a cpu target's: whichever did).
-      m.pid = isTarget(t) ? o.pid : t.pid;
-      m.tid = isTarget(t) ? o.tid : t.tid;
-      m.cpu = o.cpu;
-      m.ip = o.ip;
-      queueMessage(m);
-    }
+    notifyOverflow(t, notify, resets, o);
   } else {
     resetPmds(t, s, resets, false);
   }
   if (do_switch) switchTo(nextSet());
+}
+
+void Session::notifyOverflow(DrivenThread& t, RegMask notify, RegMask resets, const pmu::HwOverflow& o) {
+  EventSet& s = activeSet();
+  // Mask: counting stops here, in every followed thread, and the resets
+  // (of the thread that overflowed) wait for restart.
+  pending_set_ = s.id();
+  pending_resets_ = resets;
+  pending_thread_ = t.serial;
+  mask();
+  if (flags_.notify_block && mode_ == Mode::Thread) {
+    t.pmu->hold(true);
+    t.held = true;
+  }
+  if (flags_.no_msg) {
+    // No message, but pollers (libpfm-compat's signal thread) must still hear of it.
+    notify_pending_ = true;
+    return;
+  }
+  Message m;
+  m.type = MessageType::Overflow;
+  m.set = s.id();
+  m.pmds = notify;
+  // The target's PMU says which thread ran (a cpu target's: whichever did).
+  m.pid = isTarget(t) ? o.pid : t.pid;
+  m.tid = isTarget(t) ? o.tid : t.tid;
+  m.cpu = o.cpu;
+  m.ip = o.ip;
+  queueMessage(m);
 }
 
 std::uint64_t Session::resetValue(const PmdState& p, bool long_reset) {
@@ -303,6 +311,7 @@ void Session::resetPmds(DrivenThread& t, EventSet& set, RegMask pmds, bool long_
       p.last_reset = reset;  // the set shows the target's (pmds, the fast page)
     }
     v.value = reset;
+    v.period_start = reset;
     if (live && (set.usedPmds() & regBit(d.index))) {
       std::uint64_t bits = reset & d.widthMask();
       t.pmu->reloadPmd(d.index, bits);

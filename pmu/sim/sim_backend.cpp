@@ -122,8 +122,10 @@ class SimTarget final : public TargetPmu {
     HwOverflow o;
     o.pmds = pmds;
     // A made-up but stable instruction pointer inside a pretend text segment,
-    // so that tools that histogram ips see something plausible.
-    o.ip = 0x401000 + ((pmu_.now() / 64) % 0x1000) * 4;
+    // a function of the time only, so that a test knows every sample's ip
+    // (pfmfs(5), SAMPLING: the sim's model).
+    o.time_ns = pmu_.now();
+    o.ip = 0x401000 + ((o.time_ns / 64) % 0x1000) * 4;
     o.cpu = target_.kind == TargetKind::Cpu ? target_.id : 0;
     o.pid = target_.kind == TargetKind::Thread ? tgid_ : 0;
     o.tid = target_.kind == TargetKind::Thread ? target_.id : 0;
