@@ -53,9 +53,11 @@ static_assert(sizeof(DflHeader) == 128 && offsetof(DflHeader, version) == 40 && 
 static_assert(sizeof(DflEntry) == 40 && offsetof(DflEntry, ip) == 16 && offsetof(DflEntry, cpu) == 32 &&
               offsetof(DflEntry, pid) == 36);
 
-// The memfd of a buffer of `buf_size` bytes: its size rounded up to pages.
+// The memfd of a buffer of `buf_size` bytes: its size rounded up to pages
+// (the last page's worth of sizes, which no memfd has, to the last page).
 inline std::size_t sampleBufferFileBytes(std::uint64_t buf_size) {
-  return static_cast<std::size_t>((buf_size + kPageBytes - 1) / kPageBytes * kPageBytes);
+  const std::uint64_t pages = buf_size / kPageBytes + (buf_size % kPageBytes != 0);
+  return static_cast<std::size_t>(pages * kPageBytes);
 }
 
 // Whether `fd` is a sampling buffer of `buf_size` bytes as pfmfsd seals it

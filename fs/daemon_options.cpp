@@ -127,6 +127,15 @@ const std::vector<Row>& rows() {
                    o.engine.max_messages = static_cast<unsigned>(v.number);
                    return {};
                  }});
+    t.push_back({{.name = "max-smpl-bytes-per-user",
+                  .kind = Kind::Count,
+                  .value_name = "BYTES",
+                  .help = "sampling buffer bytes one uid may hold, each buffer in whole pages (default 67108864)",
+                  .lo = 1},
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   o.engine.max_smpl_bytes_per_user = v.number;
+                   return {};
+                 }});
     t.push_back({{.name = "fastpath-deadline",
                   .kind = Kind::Count,
                   .value_name = "MS",

@@ -30,7 +30,7 @@ struct DaemonOptions {
   std::vector<std::string> ignored_mount_options;  // mount(8)'s options that say nothing to pfmfsd (-o nofail)
   std::string pmu = "auto";                        // --pmu=auto or a backend's name (pmu/backend_registry.h)
   pmu::OptionValues backend_options;               // the backends' own options given (--sim-width, --perf-model)
-  session::EngineOptions engine;                   // --tick, --max-sessions-per-user, --max-sets, --max-messages
+  session::EngineOptions engine;                   // --tick and the --max-* limits
   unsigned fastpath_deadline_ms = 250;             // --fastpath-deadline=MS (FastPathServer::Limits)
   bool allow_kernel = false;                       // --allow-kernel
   std::optional<gid_t> system_group;               // --system-group=GROUP (name or number)

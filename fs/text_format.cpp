@@ -111,6 +111,8 @@ std::string formatState(const session::StateInfo& s) {
   // not (dropped: the session was reprogrammed since).
   if (s.target_exited) extra += " target_exited=1";
   if (s.inherit) extra += fmt::format(" followed={} merged={} dropped={}", s.followed, s.merged, s.dropped);
+  // A sampling format: the buffer's entries and fills (after every other key: added last).
+  if (s.sampling) extra += fmt::format(" smpl_count={} smpl_overflows={}", s.smpl_count, s.smpl_overflows);
   return fmt::format("state={} mode={} target={} set={} queued={} lost={}{}\n", session::toString(s.state),
                      session::toString(s.mode), s.target ? fmt::format("{}", *s.target) : std::string("-"), s.set,
                      s.queued, s.lost, extra);
@@ -154,6 +156,26 @@ std::string formatPmc(const session::PmcState& p) {
 }
 
 std::string formatPmd(std::uint64_t value) { return fmt::format("{}\n", value); }
+
+std::string formatSmplFmt(const session::SamplingSpec& spec) {
+  if (spec.format.empty()) return "none\n";
+  return fmt::format("{} buf_size={} buf_flags={}\n", spec.format, spec.buf_size, spec.buf_flags);
+}
+
+std::string formatSamples(const std::vector<session::SampleRecord>& records) {
+  std::string out;
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    const session::SampleRecord& r = records[k];
+    out += fmt::format("sample={} set={} pmd={} tid={} pid={} cpu={} ip={} tstamp={} last_reset={} eventid={}", k,
+                       r.set, r.pmd, r.tid, r.pid, r.cpu, hex(r.ip), r.tstamp, r.last_reset, r.eventid);
+    // The recorded PMDs in increasing number, as their values are kept.
+    std::size_t next = 0;
+    for (unsigned i = 0; i < pmu::kMaxRegIndex && next < r.values.size(); ++i)
+      if (r.smpl_pmds & regBit(i)) out += fmt::format(" pmd{}={}", i, r.values[next++]);
+    out += '\n';
+  }
+  return out;
+}
 
 std::string formatRegs(const std::vector<session::RegWrite>& regs) {
   std::string out;

@@ -73,6 +73,13 @@ Result<CtlCommand> parseCtl(std::string_view text);
 // `pmu/sim/advance`: a number of nanoseconds (parseNumber, no '-').
 Result<std::uint64_t> parseAdvance(std::string_view text);
 
+// `smpl_fmt` (pfmfs(5), SAMPLING): "none" (format "") or "FORMAT
+// buf_size=N [buf_flags=F]", numbers as parseNumber without '-'. Any
+// printable word is taken as FORMAT: whether it exists is the engine's to
+// say (Session::setSampling). An unknown or repeated key, no buf_size, or
+// buf_flags above 32 bits is EINVAL.
+Result<session::SamplingSpec> parseSmplFmt(std::string_view text);
+
 // ---- formatters: every result ends with one newline -------------------------
 
 std::string formatVersion();  // "pfmfs VERSION\nabi 1\n"
@@ -91,7 +98,8 @@ std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, co
 std::string formatEvents(const pmu::PmuDescription& desc);  // name= code=0x.. pmcs=0x.. desc="..."
 std::string formatMode(session::Mode m);                    // "thread\n"
 std::string formatFlags(const session::Flags& f);           // "notify_block no_msg\n", "\n" when none
-std::string formatState(const session::StateInfo& s);       // state= mode= target= set= queued= lost= [exited=1]
+// state= mode= target= set= queued= lost=, then the optional keys: [exited=1] ... [smpl_count= smpl_overflows=]
+std::string formatState(const session::StateInfo& s);
 std::string formatCounts(
     const std::vector<session::CountLine>& lines);       // set= pmd= value= enabled_ns= running_ns= scaled=
 std::string formatSwitch(const session::SwitchSpec& s);  // "none\n" | "time NS\n" | "ovfl\n" | "time NS ovfl\n"
@@ -101,6 +109,11 @@ std::string formatSetInfo(
     const session::SetInfo& i);  // runs= duration_ns= timeout_ns= ovfl_pmds=0x.. avail_pmcs=0x.. avail_pmds=0x..
 std::string formatPmc(const session::PmcState& p);  // "0x13003c\n" or "0x13003c no_emul64\n"
 std::string formatPmd(std::uint64_t value);         // decimal
+// `smpl_fmt`: "none\n" or "FORMAT buf_size=N buf_flags=F\n" (decimal).
+std::string formatSmplFmt(const session::SamplingSpec& spec);
+// `samples`: one line per entry, `sample=K set= pmd= tid= pid= cpu= ip=0x..
+// tstamp= last_reset= eventid=` and ` pmdK=VALUE` per bit of smpl_pmds.
+std::string formatSamples(const std::vector<session::SampleRecord>& records);
 // One register per line in the syntax of a write, so that a `regs` read
 // written back to another set copies it.
 std::string formatRegs(const std::vector<session::RegWrite>& regs);

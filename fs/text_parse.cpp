@@ -5,7 +5,10 @@
 
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "fs/name_table.h"
 #include "fs/pmd_attributes.h"
@@ -351,6 +354,47 @@ Result<std::uint64_t> parseAdvance(std::string_view text) {
   auto line = oneLine(text, "advance");
   if (!line) return line.error();
   return parseUnsigned(*line, "advance");
+}
+
+Result<session::SamplingSpec> parseSmplFmt(std::string_view text) {
+  auto line = oneLine(text, "smpl_fmt");
+  if (!line) return line.error();
+  std::vector<std::string_view> w = words(*line);
+  session::SamplingSpec spec;
+  if (w.empty()) return err(EINVAL, "smpl_fmt: no format (none, or FORMAT buf_size=N [buf_flags=F])");
+  if (w[0] == "none") {
+    if (w.size() > 1) return err(EINVAL, "smpl_fmt: none takes no argument, got '{}'", printable(w[1]));
+    return spec;
+  }
+  if (w[0].find('=') != std::string_view::npos)
+    return err(EINVAL, "smpl_fmt: the format must come first, before '{}' (FORMAT buf_size=N [buf_flags=F])",
+               printable(w[0]));
+  for (char c : w[0])
+    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+      return err(EINVAL, "smpl_fmt: '{}' is not a format name", printable(w[0]));
+  spec.format = std::string(w[0]);
+  bool have_size = false, have_flags = false;
+  for (std::size_t i = 1; i < w.size(); ++i) {
+    std::size_t eq = w[i].find('=');
+    std::string_view key = w[i].substr(0, eq);
+    bool* seen = key == "buf_size" ? &have_size : key == "buf_flags" ? &have_flags : nullptr;
+    if (!seen) return err(EINVAL, "smpl_fmt: unknown argument '{}' (buf_size=N, buf_flags=F)", printable(w[i]));
+    if (*seen) return err(EINVAL, "smpl_fmt: {} given twice", key);
+    *seen = true;
+    if (eq == std::string_view::npos || eq + 1 == w[i].size())
+      return err(EINVAL, "smpl_fmt: {} needs a value ({}=N)", key, key);
+    const std::string what = fmt::format("smpl_fmt {}", key);
+    auto n = parseUnsigned(w[i].substr(eq + 1), what.c_str());
+    if (!n) return n.error();
+    if (seen == &have_size) {
+      spec.buf_size = *n;
+    } else {
+      if (*n > UINT32_MAX) return err(EINVAL, "smpl_fmt: buf_flags={:#x} is over 32 bits", *n);
+      spec.buf_flags = static_cast<std::uint32_t>(*n);
+    }
+  }
+  if (!have_size) return err(EINVAL, "smpl_fmt: {} needs buf_size=N (bytes of the buffer)", printable(w[0]));
+  return spec;
 }
 
 }  // namespace pfmfs::fs

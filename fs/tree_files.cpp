@@ -91,6 +91,21 @@ Status writeFlags(const TreeContext&, const Node& n, const session::Caller&, std
   return applied(s, parseFlags(text), [&](const session::Flags& f) { return s.setFlags(f); });
 }
 
+// Sampling (pfmfs(5), SAMPLING): the format, the buffer's bytes as they are
+// (a binary file: any byte, NULs too, goes through the snapshot string),
+// and its entries as text.
+Result<std::string> renderSmplFmt(const TreeContext&, const Node& n) { return formatSmplFmt(sessionOf(n).sampling()); }
+Result<std::string> renderSmplBuf(const TreeContext&, const Node& n) {
+  std::vector<std::uint8_t> bytes = sessionOf(n).sampleBytes();
+  return std::string(bytes.begin(), bytes.end());
+}
+Result<std::string> renderSamples(const TreeContext&, const Node& n) { return formatSamples(sessionOf(n).samples()); }
+
+Status writeSmplFmt(const TreeContext&, const Node& n, const session::Caller&, std::string_view text) {
+  Session& s = sessionOf(n);
+  return applied(s, parseSmplFmt(text), [&](const session::SamplingSpec& spec) { return s.setSampling(spec); });
+}
+
 // A loaded thread is watched for its exit (ThreadWatcher), from the load
 // until the unload.
 Status writeCtl(const TreeContext& fs, const Node& n, const session::Caller& opener, std::string_view text) {

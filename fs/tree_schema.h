@@ -128,9 +128,10 @@ Render renderVersion, renderPmuInfo, renderPmuEvents, renderDescModel;
 Render renderPmcName, renderPmcAddr, renderPmcDflVal, renderPmcRsvdMsk, renderPmcPmds;
 Render renderPmdName, renderPmdAddr, renderPmdWidth, renderPmdRsvdMsk;
 Render renderMode, renderFlags, renderState, renderError, renderCounts;
+Render renderSmplFmt, renderSmplBuf, renderSamples;
 Render renderSetPmc, renderSetPmd, renderRegs, renderPmds, renderSwitch, renderSetInfo;
 
-Write writeAdvance, writeMode, writeFlags, writeCtl, writeSetPmc, writeSetPmd, writeRegs, writeSwitch;
+Write writeAdvance, writeMode, writeFlags, writeCtl, writeSmplFmt, writeSetPmc, writeSetPmd, writeRegs, writeSwitch;
 
 bool matchPmc(const TreeContext&, const Node&, std::string_view, Node&);
 bool matchPmd(const TreeContext&, const Node&, std::string_view, Node&);
@@ -201,6 +202,9 @@ inline constexpr TreeEntry kTree[] = {
   {SessionDir,  "counts",      SessionFile, kFile | 0400, O::Session, S::Always,      0,               renderCounts,     nullptr},
   {SessionDir,  "messages",    SessionFile, kFile | 0400, O::Session, S::Always,      kMessageLines,   nullptr,          nullptr},
   {SessionDir,  "msg",         SessionFile, kFile | 0400, O::Session, S::Always,      kMessageRecords, nullptr,          nullptr},
+  {SessionDir,  "smpl_fmt",    SessionFile, kFile | 0600, O::Session, S::Always,      0,               renderSmplFmt,    writeSmplFmt},
+  {SessionDir,  "smpl_buf",    SessionFile, kFile | 0400, O::Session, S::Always,      0,               renderSmplBuf,    nullptr},
+  {SessionDir,  "samples",     SessionFile, kFile | 0400, O::Session, S::Always,      0,               renderSamples,    nullptr},
   {SessionDir,  "sets",        SetsDir,     kDir | 0700,  O::Session, S::Always,      0,               nullptr,          nullptr},
   {SetsDir,     kSetNames,     SetDir,      kDir | 0700,  O::Session, S::Always,      0,               nullptr,          nullptr},
   {SetDir,      kPmcNames,     SetFile,     kFile | 0600, O::Session, S::Always,      kOpenerRights,   renderSetPmc,     writeSetPmc},

@@ -20,6 +20,11 @@ Status Session::setSampling(const SamplingSpec& spec) {
   if (retired_) return fail(err(ENOENT, "session {} was destroyed", name_));
   if (loaded()) return fail(err(EBUSY, "the sampling format is chosen while unloaded: unload first"));
   if (Status st = SampleBuffer::validate(spec, desc_.pmds.size()); !st) return fail(st.error());
+  const std::uint64_t limit = engine_.options().max_smpl_bytes_per_user;
+  if (!spec.format.empty() && spec.buf_size > limit)
+    return fail(err(
+        ENOMEM, "buf_size={} is more than the {} bytes a user's buffers may take (pfmfsd --max-smpl-bytes-per-user)",
+        spec.buf_size, limit));
   const std::uint64_t old_bytes = sample_buffer_ ? sample_buffer_->chargedBytes() : 0;
   std::unique_ptr<SampleBuffer> fresh;
   if (!spec.format.empty()) {

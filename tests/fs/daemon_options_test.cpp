@@ -71,6 +71,7 @@ TEST(DaemonOptions, Defaults) {
   EXPECT_EQ(o.engine.max_sessions_per_user, 64u);
   EXPECT_EQ(o.engine.max_sets, 64u);
   EXPECT_EQ(o.engine.max_messages, 64u);
+  EXPECT_EQ(o.engine.max_smpl_bytes_per_user, 67'108'864u);  // 64 MiB
   EXPECT_EQ(o.engine.tick_ns, 1'000'000u);
   EXPECT_FALSE(o.allow_kernel);
   EXPECT_FALSE(o.system_group.has_value());
@@ -128,10 +129,10 @@ TEST(DaemonOptions, SimSkid) {
 }
 
 TEST(DaemonOptions, EveryOptionWithEquals) {
-  DaemonOptions o = parseOk({"--pmu=sim", "--sim-clock=manual", "--sim-width=32", "--sim-counters=8",
-                             "--sim-events=/etc/pfmfs/events", "--tick=2000", "--max-sessions-per-user=3",
-                             "--max-sets=5", "--max-messages=7", "--fastpath-deadline=9", "--allow-kernel",
-                             "--system-group=0", "--help", "--version", "/mnt"});
+  DaemonOptions o = parseOk(
+      {"--pmu=sim", "--sim-clock=manual", "--sim-width=32", "--sim-counters=8", "--sim-events=/etc/pfmfs/events",
+       "--tick=2000", "--max-sessions-per-user=3", "--max-sets=5", "--max-messages=7", "--max-smpl-bytes-per-user=8192",
+       "--fastpath-deadline=9", "--allow-kernel", "--system-group=0", "--help", "--version", "/mnt"});
   EXPECT_EQ(o.pmu, "sim");
   EXPECT_EQ(sim(o).clock, pmu::ClockKind::Manual);
   EXPECT_EQ(sim(o).shape.width, 32u);
@@ -141,6 +142,7 @@ TEST(DaemonOptions, EveryOptionWithEquals) {
   EXPECT_EQ(o.engine.max_sessions_per_user, 3u);
   EXPECT_EQ(o.engine.max_sets, 5u);
   EXPECT_EQ(o.engine.max_messages, 7u);
+  EXPECT_EQ(o.engine.max_smpl_bytes_per_user, 8192u);
   EXPECT_EQ(o.fastpath_deadline_ms, 9u);
   EXPECT_TRUE(o.allow_kernel);
   ASSERT_TRUE(o.system_group.has_value());
@@ -169,6 +171,8 @@ TEST(DaemonOptions, EveryOptionWithSeparateValue) {
                              "65536",
                              "--max-messages",
                              "4294967295",
+                             "--max-smpl-bytes-per-user",
+                             "18446744073709551615",
                              "--fastpath-deadline",
                              "60000",
                              "--system-group",
@@ -182,6 +186,7 @@ TEST(DaemonOptions, EveryOptionWithSeparateValue) {
   EXPECT_EQ(o.engine.max_sessions_per_user, 1u);
   EXPECT_EQ(o.engine.max_sets, 65536u);
   EXPECT_EQ(o.engine.max_messages, 4294967295u);
+  EXPECT_EQ(o.engine.max_smpl_bytes_per_user, 18446744073709551615u);
   EXPECT_EQ(o.fastpath_deadline_ms, 60000u);
   ASSERT_TRUE(o.system_group.has_value());
   EXPECT_EQ(*o.system_group, 4321u);  // a number needs no group entry
@@ -195,6 +200,8 @@ TEST(DaemonOptions, RangeEdgesAndHexValues) {
   EXPECT_EQ(parseOk({"--tick=18446744073709551615"}).engine.tick_ns, 18446744073709551615u);
   EXPECT_EQ(parseOk({"--max-sets=1"}).engine.max_sets, 1u);
   EXPECT_EQ(parseOk({"--fastpath-deadline=1"}).fastpath_deadline_ms, 1u);
+  EXPECT_EQ(parseOk({"--max-smpl-bytes-per-user=1"}).engine.max_smpl_bytes_per_user, 1u);
+  EXPECT_EQ(parseOk({"--max-smpl-bytes-per-user=0x100000"}).engine.max_smpl_bytes_per_user, 1u << 20);
   EXPECT_EQ(parseOk({}).fastpath_deadline_ms, 250u);
 }
 
@@ -293,7 +300,7 @@ TEST(DaemonOptions, LongOptionsInsideDashO) {
   DaemonOptions o = parseOk({"-o",
                              "pmu=sim,sim_clock=manual,sim-width=32,sim_counters=8,sim_events=/etc/pfmfs/events,"
                              "sim_skid=3,tick=2000,max_sessions_per_user=3,max-sets=5,max_messages=7,allow_kernel,"
-                             "system_group=0"});
+                             "system_group=0,max_smpl_bytes_per_user=4096"});
   EXPECT_EQ(o.pmu, "sim");
   EXPECT_EQ(sim(o).clock, pmu::ClockKind::Manual);
   EXPECT_EQ(sim(o).shape.width, 32u);
@@ -305,6 +312,7 @@ TEST(DaemonOptions, LongOptionsInsideDashO) {
   EXPECT_EQ(o.engine.max_sessions_per_user, 3u);
   EXPECT_EQ(o.engine.max_sets, 5u);
   EXPECT_EQ(o.engine.max_messages, 7u);
+  EXPECT_EQ(o.engine.max_smpl_bytes_per_user, 4096u);
   EXPECT_TRUE(o.allow_kernel);
   ASSERT_TRUE(o.system_group.has_value());
   EXPECT_EQ(*o.system_group, 0u);
@@ -364,9 +372,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--sim-events"}, "--sim-events"}, BadRow{{"--tick"}, "--tick"},
         BadRow{{"--max-sessions-per-user"}, "--max-sessions-per-user"}, BadRow{{"--max-sets"}, "--max-sets"},
         BadRow{{"--max-messages"}, "--max-messages"}, BadRow{{"--system-group"}, "--system-group"},
-        BadRow{{"-o"}, "-o needs mount options"}, BadRow{{"-o", ""}, "-o needs mount options"},
-        BadRow{{"--sim-events="}, "--sim-events"}, BadRow{{"--system-group="}, "--system-group"},
-        BadRow{{"--sim-width="}, "--sim-width"}, BadRow{{"--tick="}, "--tick"},
+        BadRow{{"--max-smpl-bytes-per-user"}, "--max-smpl-bytes-per-user needs a value"},
+        BadRow{{"--max-smpl-bytes-per-user="}, "--max-smpl-bytes-per-user"}, BadRow{{"-o"}, "-o needs mount options"},
+        BadRow{{"-o", ""}, "-o needs mount options"}, BadRow{{"--sim-events="}, "--sim-events"},
+        BadRow{{"--system-group="}, "--system-group"}, BadRow{{"--sim-width="}, "--sim-width"},
+        BadRow{{"--tick="}, "--tick"},
         // Values that are no value of the option.
         BadRow{{"--pmu=perfect"}, "--pmu: 'perfect' is not auto, x86, perf or sim"},
         BadRow{{"--perf-model=arm"}, "--perf-model: 'arm'"}, BadRow{{"--perf-model"}, "--perf-model needs a value"},
@@ -381,6 +391,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--max-sets= 5"}, "--max-sets"}, BadRow{{"--max-sets=5 "}, "--max-sets"},
         BadRow{{"--max-sets=0x"}, "--max-sets"}, BadRow{{"--max-messages=1.5"}, "--max-messages"},
         BadRow{{"--tick=18446744073709551616"}, "--tick"},
+        BadRow{{"--max-smpl-bytes-per-user=64M"}, "--max-smpl-bytes-per-user"},
+        BadRow{{"--max-smpl-bytes-per-user=-1"}, "--max-smpl-bytes-per-user"},
+        BadRow{{"--max-smpl-bytes-per-user=18446744073709551616"}, "--max-smpl-bytes-per-user"},
         // Out of range.
         BadRow{{"--sim-width=15"}, "--sim-width: 15 is out of range (16..64)"},
         BadRow{{"--sim-width=65"}, "--sim-width: 65 is out of range (16..64)"},
@@ -397,6 +410,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRow{{"--max-sets=65537"}, "--max-sets: 65537 is out of range (1..65536)"},
         BadRow{{"--max-messages=0"}, "--max-messages"}, BadRow{{"--max-messages=4294967296"}, "--max-messages"},
         BadRow{{"--max-sessions-per-user=4294967296"}, "--max-sessions-per-user"},
+        BadRow{{"--max-smpl-bytes-per-user=0"}, "--max-smpl-bytes-per-user: 0 is too small (at least 1)"},
+        BadRow{{"-o", "max_smpl_bytes_per_user=0"}, "--max-smpl-bytes-per-user"},
         BadRow{{"--fastpath-deadline=0"}, "--fastpath-deadline: 0 is out of range (1..60000)"},
         BadRow{{"--fastpath-deadline=60001"}, "--fastpath-deadline: 60001 is out of range (1..60000)"},
         BadRow{{"--fastpath-deadline"}, "--fastpath-deadline needs a value"},
@@ -444,6 +459,7 @@ TEST(DaemonOptions, UsageHasOneLinePerOption) {
                                             "--max-sessions-per-user=N",
                                             "--max-sets=N",
                                             "--max-messages=N",
+                                            "--max-smpl-bytes-per-user=BYTES",
                                             "--fastpath-deadline=MS",
                                             "--allow-kernel",
                                             "--system-group=GROUP",

@@ -414,6 +414,67 @@ TEST(ParseAdvance, Golden) {
     expectRefused(parseAdvance(bad), EINVAL, bad);
 }
 
+TEST(ParseSmplFmt, Golden) {
+  using session::SamplingSpec;
+  EXPECT_EQ(*parseSmplFmt("none\n"), SamplingSpec{});
+  EXPECT_EQ(*parseSmplFmt(" none "), SamplingSpec{});
+  EXPECT_EQ(*parseSmplFmt("default buf_size=65536\n"), (SamplingSpec{"default", 65536, 0}));
+  EXPECT_EQ(*parseSmplFmt("default\tbuf_flags=0  buf_size=0x1000"), (SamplingSpec{"default", 4096, 0}));
+  // Any word is a format name here, any flags: the engine refuses them.
+  EXPECT_EQ(*parseSmplFmt("pebs buf_size=1 buf_flags=0xffffffff"), (SamplingSpec{"pebs", 1, 0xffffffff}));
+  for (std::string bad : {"",
+                          "\n",
+                          "none x",
+                          "none buf_size=1",
+                          "default",
+                          "default buf_flags=0",
+                          "buf_size=1",
+                          "default buf_size",
+                          "default buf_size=",
+                          "default buf_size=-1",
+                          "default buf_size=+1",
+                          "default buf_size=1x",
+                          "default buf_size=18446744073709551616",
+                          "default buf_size=1 buf_size=1",
+                          "default buf_size=1 buf_flags=0 buf_flags=0",
+                          "default buf_size=1 buf_flags=0x100000000",
+                          "default size=1",
+                          "default buf_size=1 x",
+                          "default buf_size=1\nnone",
+                          "def\x01"
+                          "ault buf_size=1",
+                          "d\xc3\xa9"
+                          "faut buf_size=1"})
+    expectRefused(parseSmplFmt(bad), EINVAL, bad);
+}
+
+TEST(Format, SmplFmtAndSamples) {
+  EXPECT_EQ(formatSmplFmt({}), "none\n");
+  EXPECT_EQ(formatSmplFmt({"default", 65536, 0}), "default buf_size=65536 buf_flags=0\n");
+  EXPECT_EQ(formatSamples({}), "");
+  session::SampleRecord a;
+  a.tid = 4243;
+  a.pid = 4242;
+  a.pmd = 0;
+  a.last_reset = kMax - 299;
+  a.ip = 0x4019c0;
+  a.tstamp = 100000;
+  a.eventid = 7;
+  a.smpl_pmds = 0x10002;  // pmd1 and pmd16, in that order
+  a.values = {200000, 5};
+  session::SampleRecord b = a;
+  b.pmd = 16;
+  b.cpu = 3;
+  b.set = 2;
+  b.smpl_pmds = 0;
+  b.values = {};
+  EXPECT_EQ(formatSamples({a, b}),
+            "sample=0 set=0 pmd=0 tid=4243 pid=4242 cpu=0 ip=0x4019c0 tstamp=100000 last_reset=18446744073709551316 "
+            "eventid=7 pmd1=200000 pmd16=5\n"
+            "sample=1 set=2 pmd=16 tid=4243 pid=4242 cpu=3 ip=0x4019c0 tstamp=100000 "
+            "last_reset=18446744073709551316 eventid=7\n");
+}
+
 // ---- parseCtl ------------------------------------------------------------------
 
 using K = CtlCommand::Kind;
@@ -593,6 +654,17 @@ TEST(Format, State) {
   s.target_exited = true;
   EXPECT_EQ(formatState(s),
             "state=loaded mode=thread target=0 set=3 queued=2 lost=7 target_exited=1 followed=2 merged=5 dropped=1\n");
+  // A sampling format: its keys after every other.
+  s.sampling = true;
+  s.smpl_count = 3;
+  s.smpl_overflows = 1;
+  EXPECT_EQ(formatState(s),
+            "state=loaded mode=thread target=0 set=3 queued=2 lost=7 target_exited=1 followed=2 merged=5 dropped=1 "
+            "smpl_count=3 smpl_overflows=1\n");
+  session::StateInfo fresh;
+  fresh.sampling = true;
+  EXPECT_EQ(formatState(fresh),
+            "state=unloaded mode=thread target=- set=0 queued=0 lost=0 smpl_count=0 smpl_overflows=0\n");
 }
 
 TEST(Format, Counts) {

@@ -231,6 +231,19 @@ bool advance(std::string_view in, Fail fail) {
   return true;
 }
 
+bool smplFmt(std::string_view in, Fail fail) {
+  Check check{fail, in};
+  auto r = fs::parseSmplFmt(in);
+  if (!accepted(r, check)) return false;
+  check(r->format != "none", "a format named none accepted");
+  check(r->format.empty() || oneLinePrintable(r->format), "a format name that is not printable");
+  check(r->format.find_first_of(" \t=") == std::string::npos, "a format name with a blank or '='");
+  check(!r->format.empty() || (r->buf_size == 0 && r->buf_flags == 0), "none with a buffer");
+  auto back = fs::parseSmplFmt(fs::formatSmplFmt(*r));
+  check(back.ok() && *back == *r, "formatSmplFmt does not read back");
+  return true;
+}
+
 // ---- event names and the sim's event tables ----------------------------------------
 
 bool eventName(std::string_view in, Fail fail) {
@@ -419,6 +432,10 @@ const std::vector<Oracle>& oracles() {
       {"parseFlags", {"notify_block no_msg", "autoclose,inherit\n", "none", "no_msg , autoclose inherit"}, flags},
       {"parseCtl", {"load 1234 set=3\n", "load 7", "start", "start 2\n", "stop", "restart", "unload"}, ctl},
       {"parseAdvance", {"1000\n", "0", "0x10", "18446744073709551615"}, advance},
+      {"parseSmplFmt",
+       {"none\n", "default buf_size=65536\n", "default buf_size=0x10000 buf_flags=0",
+        "default buf_flags=0 buf_size=4096", "other buf_size=1"},
+       smplFmt},
       {"parseEventName",
        {"UNHALTED_CORE_CYCLES", "instruction_retired:u", "LLC_MISSES:u:k", "BRANCH_MISSES_RETIRED:k",
         "INSTRUCTIONS_RETIRED", "sim_phase_a:K:U"},
@@ -517,6 +534,9 @@ const std::vector<std::string>& dictionary() {
                                              "no_msg",
                                              "autoclose",
                                              "inherit",
+                                             "default",
+                                             "buf_size=",
+                                             "buf_flags=0",
                                              "65535",
                                              "2147483648",
                                              "name=",

@@ -1165,8 +1165,8 @@ class Session:
 
     def snapshot(self):
         """What a refused write must leave as it was: the session's state,
-        mode, flags and counts, and every file of every set."""
-        files = ['state', 'mode', 'flags', 'counts']
+        mode, flags, counts and sampling format, and every file of every set."""
+        files = ['state', 'mode', 'flags', 'counts', 'smpl_fmt']
         for set_id in sorted(os.listdir(self.path('sets'))):
             files += [f'sets/{set_id}/{name}' for name in sorted(os.listdir(self.path(f'sets/{set_id}')))]
         return {f: self.read(f) for f in files}

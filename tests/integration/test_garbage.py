@@ -92,6 +92,13 @@ UNLOADED_CASES = [
     ('sets/0/switch', 'ovfl 3\n', EINVAL, None),
     ('sets/0/switch', 'none x\n', EINVAL, None),
     ('sets/1/switch', 'TIME 100\n', EINVAL, None),
+    ('smpl_fmt', 'pebs buf_size=4096\n', EINVAL, 'pebs'),
+    ('smpl_fmt', 'default buf_size=4k\n', EINVAL, 'buf_size'),
+    ('smpl_fmt', 'default buf_size=4096 bufsize=1\n', EINVAL, 'bufsize'),
+    ('smpl_fmt', 'default\n', EINVAL, 'buf_size'),
+    ('smpl_fmt', 'default buf_size=4096 buf_flags=1\n', EINVAL, 'buf_flags'),
+    ('smpl_fmt', 'NONE\n', EINVAL, 'NONE'),
+    ('smpl_fmt', '\n', EINVAL, None),
 ]
 if SIM:  # pmu/sim/advance
     UNLOADED_CASES += [
@@ -185,14 +192,16 @@ class GarbageTest(MountTestCase):
         distinct = {(rel, text) for rel, text, _, _ in UNLOADED_CASES + ACTIVE_CASES}
         self.assertGreaterEqual(len(distinct), 40)
         kinds = {rel.split('/')[-1].rstrip('0123456789') for rel, _, _, _ in UNLOADED_CASES}
-        expected = {'mode', 'flags', 'ctl', 'pmc', 'pmd', 'regs', 'switch'} | ({'advance'} if SIM else set())
+        expected = ({'mode', 'flags', 'ctl', 'pmc', 'pmd', 'regs', 'switch', 'smpl_fmt'}
+                    | ({'advance'} if SIM else set()))
         self.assertEqual(kinds, expected)
 
     def test_huge_and_binary_garbage(self):
         s = self.prepare()
         before = s.snapshot()
         for rel, text in (('ctl', 'x' * 100_000), ('sets/0/pmc0', '\x00' * 10), ('sets/0/regs', 'pmc0 ' * 20_000),
-                          ('flags', '\xff\xfe'.encode('latin-1')), ('sets/0/pmd0', b'5\x00notify')):
+                          ('flags', '\xff\xfe'.encode('latin-1')), ('sets/0/pmd0', b'5\x00notify'),
+                          ('smpl_fmt', b'def\x01ault buf_size=4096'), ('smpl_fmt', b'\xff\xfe buf_size=4096')):
             with self.subTest(file=rel, size=len(text)):
                 self.assertErrno(EINVAL, pfmfs_mount.write, s.path(rel), text)
                 reason = s.error()

@@ -52,8 +52,11 @@ class PermissionsTest(MountTestCase):
                     ('read error', s.read, 'error'),
                     ('read pmd0', s.read, 'sets/0/pmd0'),
                     ('read messages', pfmfs_mount.readBytes, s.path('messages'), 4096, os.O_NONBLOCK),
+                    ('read smpl_buf', pfmfs_mount.readBytes, s.path('smpl_buf')),
+                    ('read samples', s.read, 'samples'),
                     ('write ctl', s.write, 'ctl', 'stop\n'),
                     ('write mode', s.write, 'mode', 'system\n'),
+                    ('write smpl_fmt', s.write, 'smpl_fmt', 'default buf_size=4096\n'),
                     ('write pmc0', s.write, 'sets/0/pmc0', f'{A}\n'),
                     ('mkdir set', os.mkdir, s.path('sets/5')),
                     ('rmdir set 0', os.rmdir, s.path('sets/0')),
@@ -63,6 +66,7 @@ class PermissionsTest(MountTestCase):
                 self.assertIn(runAs(other, attempt, os.rmdir, s.dir), DENIED)
                 self.assertTrue(os.path.isdir(s.dir))
                 self.assertEqual(s.read('sets/0/pmc0'), '0x0\n')
+                self.assertEqual(s.read('smpl_fmt'), 'none\n')
                 self.assertEqual(s.error(), '')  # nothing reached the session
                 self.assertEqual(sorted(os.listdir(s.path('sets'))), ['0'])
 

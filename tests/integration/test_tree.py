@@ -10,7 +10,8 @@ import stat
 import pfmfs_mount
 from pfmfs_mount import PMU, SIM, X86, MountTestCase, simOnly
 
-SESSION_FILES = ['counts', 'ctl', 'error', 'flags', 'messages', 'mode', 'msg', 'sets', 'state']
+SESSION_FILES = ['counts', 'ctl', 'error', 'flags', 'messages', 'mode', 'msg', 'samples', 'sets', 'smpl_buf',
+                 'smpl_fmt', 'state']
 SET_FILES = PMU.set_files
 MISSING_PMC, MISSING_PMD = PMU.missing_pmc, PMU.missing_pmd
 
@@ -125,6 +126,9 @@ class TreeTest(MountTestCase):
         self.assertEqual(s.state(), 'state=unloaded mode=thread target=- set=0 queued=0 lost=0\n')
         self.assertEqual(s.error(), '')
         self.assertEqual(s.read('counts'), '')
+        self.assertEqual(s.read('smpl_fmt'), 'none\n')
+        self.assertEqual(s.read('smpl_buf'), '')
+        self.assertEqual(s.read('samples'), '')
         self.assertEqual(s.read('sets/0/switch'), 'none\n')
         self.assertEqual(s.read('sets/0/regs'), '')
         self.assertEqual(s.read('sets/0/pmds'), '')
@@ -143,8 +147,9 @@ class TreeTest(MountTestCase):
 
     def test_session_file_modes(self):
         s = self.newSession()
-        read_only = ['state', 'error', 'counts', 'messages', 'msg', 'sets/0/info', 'sets/0/pmds']
-        read_write = ['mode', 'flags', 'sets/0/pmc0', 'sets/0/pmd0', 'sets/0/regs', 'sets/0/switch']
+        read_only = ['state', 'error', 'counts', 'messages', 'msg', 'smpl_buf', 'samples', 'sets/0/info',
+                     'sets/0/pmds']
+        read_write = ['mode', 'flags', 'smpl_fmt', 'sets/0/pmc0', 'sets/0/pmd0', 'sets/0/regs', 'sets/0/switch']
         for rel in read_only + read_write + ['ctl']:
             st = os.stat(s.path(rel))
             with self.subTest(rel=rel):
@@ -265,7 +270,7 @@ class TreeTest(MountTestCase):
         for rel in ['version', 'pmu/info', 'pmu/events', 'pmu/desc/model', 'pmu/desc/pmc0/addr',
                     'pmu/desc/pmd0/width', f'sessions/{s.name}/state', f'sessions/{s.name}/error',
                     f'sessions/{s.name}/counts', f'sessions/{s.name}/messages', f'sessions/{s.name}/msg',
-                    f'sessions/{s.name}/sets/0/info']:
+                    f'sessions/{s.name}/smpl_buf', f'sessions/{s.name}/samples', f'sessions/{s.name}/sets/0/info']:
             with self.subTest(rel=rel):
                 before = self.m.read(rel) if not rel.endswith(('messages', 'msg')) else None
                 self.assertErrno(errno.EACCES, self.m.write, rel, '1\n')

@@ -283,6 +283,11 @@ TEST(SessionSampling, TheOwnersBuffersShareOneLimit) {
   EXPECT_EQ(st.error().code, -ENOMEM);
   EXPECT_NE(b->error().find("--max-smpl-bytes-per-user"), std::string::npos) << b->error();
   EXPECT_EQ(b->sampling(), SamplingSpec{});
+  st = b->setSampling(dfl(~0ull));  // not rounded up past 2^64
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, -ENOMEM);
+  EXPECT_NE(b->error().find("buf_size=18446744073709551615 is more than the 12288 bytes"), std::string::npos)
+      << b->error();
   ASSERT_TRUE(b->setSampling(dfl(4096)).ok());  // one fits
   ASSERT_TRUE(a->setSampling(dfl(4096)).ok());  // a shrinks to one page: its old one is given back
   ASSERT_TRUE(b->setSampling(dfl(8192)).ok());
