@@ -233,6 +233,15 @@ void FastPathServer::serve(const Conn& c) {
     } else {
       r = page.error();
     }
+  } else if (verb == "smpl" && req.empty()) {
+    auto smpl = fs_.sampleBuffer(c.uid, session);
+    if (smpl.ok()) {
+      std::vector<pmu::Fd> one;
+      one.push_back(std::move(*smpl));
+      r = std::move(one);
+    } else {
+      r = smpl.error();
+    }
   } else if (verb == "group") {
     std::uint64_t id = 0;
     auto [end, ec] = std::from_chars(req.data(), req.data() + req.size(), id);

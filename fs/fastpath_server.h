@@ -11,6 +11,9 @@
 // A request is one SOCK_SEQPACKET message, the answer one message:
 //
 //   page SESSION            ->  "ok" + the page's memfd (read-only: sealed)
+//   smpl SESSION            ->  "ok" + the sampling buffer's memfd (sealed
+//                               likewise: session/sealed_region.h), if the
+//                               session has a sampling format
 //   group SESSION ID        ->  "ok" + every member of perf group ID (the
 //                               leader first), if it is the loaded set's
 //                               group now

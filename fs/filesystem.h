@@ -75,6 +75,9 @@ class Filesystem final : public session::SessionObserver {
   // session.
   Result<pmu::Fd> fastPage(uid_t uid, std::string_view name);
   Result<std::vector<pmu::Fd>> fastGroup(uid_t uid, std::string_view name, std::uint64_t id);
+  // The sampling buffer's memfd (pfmfs(5), SAMPLING), for libpfm-compat's
+  // mmap of a context: its owner and root only, as for the page.
+  Result<pmu::Fd> sampleBuffer(uid_t uid, std::string_view name);
 
   // What the operations do; public for the trampolines in filesystem.cpp.
   struct OpenFile;

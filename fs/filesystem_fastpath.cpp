@@ -54,6 +54,15 @@ Result<std::vector<pmu::Fd>> Filesystem::fastGroup(uid_t uid, std::string_view n
   return e->session->fastGroupFds(id);
 }
 
+Result<pmu::Fd> Filesystem::sampleBuffer(uid_t uid, std::string_view name) {
+  Error why;
+  auto e = fastEntry(uid, name, why);
+  if (!e) return why;
+  auto buf = e->session->sampleBufferFd();
+  if (!buf) return buf.error();
+  return std::move(buf->first);
+}
+
 // After the session left the engine: its readers see "ask the mount" (and
 // the mount then says there is no such session); their mappings keep the
 // memfd's page alive, ours goes.

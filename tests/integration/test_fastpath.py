@@ -126,6 +126,30 @@ class FastPathTest(MountTestCase):
         other = self.pageOf(s)
         self.assertEqual(os.fstat(other).st_ino, os.fstat(fd).st_ino)
 
+    def test_the_sampling_buffer_is_the_owners_and_read_only(self):
+        s = self.newSession()
+        self.assertEqual(ask(self.sock, f'smpl {s.name}'),
+                         (f'err {errno.ENOENT} session {s.name} has no sampling format', None))
+        s.write('smpl_fmt', 'default buf_size=6000\n')
+        answer, fd = ask(self.sock, f'smpl {s.name}')
+        self.assertEqual(answer, 'ok')
+        self.addCleanup(os.close, fd)
+        self.assertEqual(os.fstat(fd).st_size, 8192)  # whole pages
+        with self.assertRaises(PermissionError):
+            mmap.mmap(fd, 8192, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self.assertErrno(errno.EPERM, os.write, fd, b'x')
+        self.assertErrno(errno.EPERM, os.ftruncate, fd, 0)
+        with mmap.mmap(fd, 8192, mmap.MAP_SHARED, mmap.PROT_READ) as m:
+            count, cur, overflows, buf_size, min_space, version, flags = struct.unpack_from('<QQQQQII', m, 0)
+            # 7 PMDs on the sim's model: the largest entry is 40 + 56 bytes.
+            self.assertEqual((count, cur, overflows, buf_size, min_space, version, flags),
+                             (0, 128, 0, 6000, 96, 0x10000, 0))
+            with open(s.path('smpl_buf'), 'rb') as f:
+                self.assertEqual(m[:6000], f.read())
+        answer, got = runAs(TEST_USER, askAndClose, self.sock, f'smpl {s.name}')
+        self.assertFalse(got)
+        self.assertRegex(answer, rf'^err {errno.EACCES} session {re.escape(s.name)} is not yours$')
+
     def assertErrno(self, code, fn, *args):
         with self.assertRaises(OSError) as cm:
             fn(*args)
