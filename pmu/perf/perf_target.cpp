@@ -226,6 +226,7 @@ class PerfTarget final : public TargetPmu {
       HwOverflow o;
       o.pmds = regBit(desc_.pmds[c->slot].index);
       o.ip = r.ip;
+      o.time_ns = r.time_ns;
       o.cpu = static_cast<int>(r.lost ? (target_.kind == TargetKind::Cpu ? target_.id : 0) : r.cpu);
       if (r.lost == 0) {
         o.pid = static_cast<pid_t>(r.pid);

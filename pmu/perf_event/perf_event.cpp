@@ -177,14 +177,15 @@ void RingBuffer::take(std::vector<OverflowRecord>& out, std::vector<TaskRecord>*
       std::memcpy(&v, body + off, sizeof v);
       return v;
     };
-    if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 32) {
-      // IDENTIFIER, IP, PID+TID, CPU+res: the order of perf_event_open(2).
+    if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 40) {
+      // IDENTIFIER, IP, PID+TID, TIME, CPU+res: the order of perf_event_open(2).
       OverflowRecord r;
       r.id = u64At(0);
       r.ip = u64At(8);
       r.pid = u32At(16);
       r.tid = u32At(20);
-      r.cpu = u32At(24);
+      r.time_ns = u64At(24);
+      r.cpu = u32At(32);
       out.push_back(r);
     } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
       OverflowRecord r;

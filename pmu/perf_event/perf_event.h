@@ -63,13 +63,14 @@ Result<std::uint64_t> readCount(int fd);
 // that it throttled an event (PERF_RECORD_THROTTLE: too many interrupts per
 // tick; overflows go unreported until the next tick).
 inline constexpr std::uint64_t kSampleType =
-    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_CPU;
+    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 struct OverflowRecord {
   std::uint64_t id = 0;  // the event (PERF_EVENT_IOC_ID)
   std::uint64_t ip = 0;
   std::uint32_t pid = 0, tid = 0, cpu = 0;
-  std::uint64_t lost = 0;  // PERF_RECORD_LOST: samples the kernel could not store; no ip
-  bool throttled = false;  // PERF_RECORD_THROTTLE: the kernel stopped reporting this event's overflows for a while
+  std::uint64_t time_ns = 0;  // the kernel's perf clock at the sample (a sampling entry's tstamp)
+  std::uint64_t lost = 0;     // PERF_RECORD_LOST: samples the kernel could not store; no ip
+  bool throttled = false;     // PERF_RECORD_THROTTLE: the kernel stopped reporting this event's overflows for a while
 };
 
 // What a followed thread did (events opened with attr.task, attr.inherit and

@@ -178,6 +178,7 @@ std::optional<HwOverflow> X86Target::takeOverflow() {
   HwOverflow o;
   o.pmds = driver_.statusToPmds(r.value);
   o.ip = r.ip;
+  o.time_ns = r.time_ns;
   o.cpu = static_cast<int>(r.cpu);
   o.pid = static_cast<pid_t>(r.pid);
   o.tid = static_cast<pid_t>(r.tid);

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+# Sampling on the perf backend (pfmfs(5), SAMPLING): real programs sampled
+# through perf's own sampling. Page faults are counted one by one, so their
+# samples are exact in number, thread, PMD and period, and each ip is the
+# faulting store in perf_worker's text; the time stamps are perf's and
+# increase; a recorded PMD is read a little after its overflow, so it is at
+# least what had counted by then. Task-clock samples come one per period of
+# CPU time: as many as the count divided by the period.
+import os
+
+import pfmfs_mount
+from pfmfs_mount import neg, parseKv
+from test_perf import MS, PerfTestCase, prog, requirePrograms, textMappings
+
+
+def samplesOf(s):
+    return [parseKv(line) for line in s.read('samples').splitlines()]
+
+
+class SamplingTest(PerfTestCase):
+
+    def test_page_fault_samples_are_one_per_period_in_the_program_text(self):
+        p, n = 4, 40
+        w = self.worker()
+        s = self.newSession()
+        s.write('smpl_fmt', 'default buf_size=65536\n')
+        s.pmc(0, 'PAGE_FAULTS:u')
+        s.pmc(1, 'PAGE_FAULTS:u')
+        s.pmd(0, f'-{p} short_reset=-{p} smpl_pmds=1 eventid=7')
+        s.ctl(f'load {w.tid}')
+        s.ctl('start')
+        self.assertEqual(w.cmd(f't {n}')['minflt'], n)
+        samples = samplesOf(s)
+        self.assertEqual(len(samples), n // p, samples)
+        spans = textMappings(w.pid, prog('perf_worker'))
+        ncpu = os.cpu_count()
+        last_t = 0
+        for k, e in enumerate(samples):
+            self.assertEqual(list(e)[:11], ['sample', 'set', 'pmd', 'tid', 'pid', 'cpu', 'ip', 'tstamp', 'last_reset',
+                                            'eventid', 'pmd1'], e)
+            self.assertEqual((int(e['sample']), e['set'], e['pmd'], int(e['tid']), int(e['pid'])),
+                             (k, '0', '0', w.tid, w.pid), e)
+            self.assertEqual((int(e['last_reset']), e['eventid']), (neg(p), '7'), e)
+            self.assertLess(int(e['cpu']), ncpu, e)
+            ip = int(e['ip'], 16)
+            self.assertTrue(any(a <= ip < b for a, b in spans), f'ip {ip:#x} not in perf_worker text {spans}')
+            t = int(e['tstamp'])
+            self.assertGreater(t, last_t, e)
+            last_t = t
+            # Read when pfmfsd took the sample: at least the faults up to the
+            # overflow, at most every fault of the command.
+            self.assertGreaterEqual(int(e['pmd1']), p * (k + 1), e)
+            self.assertLessEqual(int(e['pmd1']), n, e)
+        state = self.stateOf(s)
+        self.assertEqual((state['state'], state['smpl_count'], state['smpl_overflows']),
+                         ('active', str(n // p), '0'))
+
+    def test_a_full_buffer_masks_and_restart_empties_it(self):
+        p = 2
+        w = self.worker()
+        s = self.newSession()
+        # Room for three entries of 48 bytes after the header, with the
+        # largest entry's room (40 + 8 per PMD) left after the last.
+        pmds = len([x for x in os.listdir(self.m.path('pmu/desc')) if x.startswith('pmd')])
+        s.write('smpl_fmt', f'default buf_size={128 + 3 * 48 + 40 + 8 * pmds - 1}\n')
+        s.pmc(0, 'PAGE_FAULTS:u')
+        s.pmc(1, 'PAGE_FAULTS:u')
+        s.pmd(0, f'-{p} short_reset=-{p} long_reset=-{p} smpl_pmds=1 notify')
+        s.ctl(f'load {w.tid}')
+        s.ctl('start')
+        for i in range(1, 7):
+            self.assertEqual(w.cmd('t 1')['minflt'], 1)
+            state = self.stateOf(s)
+            self.assertEqual(state['state'], 'masked' if i == 6 else 'active', (i, state))
+        self.assertEqual((state['smpl_count'], state['smpl_overflows']), ('3', '1'))
+        message = parseKv(s.readMessages())
+        self.assertEqual((message['type'], message['pmds'], int(message['tid'])), ('ovfl', '0x1', w.tid))
+        self.assertEqual(len(samplesOf(s)), 3)
+        s.ctl('restart')
+        self.assertEqual(self.stateOf(s)['smpl_count'], '0')
+        self.assertEqual(w.cmd('t 4')['minflt'], 4)
+        self.assertEqual(len(samplesOf(s)), 2)
+
+    def test_task_clock_samples_are_the_count_over_the_period(self):
+        period = 2 * MS
+        w = self.worker()
+        s = self.newSession()
+        s.write('smpl_fmt', 'default buf_size=1048576\n')
+        # At both levels: perf counts a clock's time in the kernel at either
+        # level, but drops the samples whose timer fires at a level the
+        # event excludes (the worker's burn reads its clock by syscall).
+        s.pmc(0, 'TASK_CLOCK:u:k')
+        s.pmd(0, f'-{period} short_reset=-{period}')
+        s.pmc(1, 'TASK_CLOCK')
+        s.ctl(f'load {w.tid}')
+        s.ctl('start')
+        w.cmd('b 200')
+        s.ctl('stop')
+        count = int(self.countsOf(s)[(0, 1)]['value'])
+        samples = samplesOf(s)
+        # perf's clock events fire on a timer tick: a period may run a
+        # little long, never short, so the samples fall a little short of
+        # count / period, and not by more than a tenth.
+        self.assertLessEqual(len(samples), count // period, (len(samples), count))
+        self.assertGreaterEqual(len(samples), count // period * 9 // 10, (len(samples), count))
+        self.assertTrue(all(int(e['tid']) == w.tid and e['pmd'] == '0' for e in samples))
+
+
+if __name__ == '__main__':
+    pfmfs_mount.requireEnvironment()
+    requirePrograms()
+    pfmfs_mount.main()
