@@ -181,6 +181,11 @@ class TargetPmu {
   // Counts are never scaled for it; `state` reports it.
   virtual std::uint64_t unscheduledNs() { return 0; }
 
+  // Times the kernel throttled the loaded counters' overflow reports
+  // (perf's PERF_RECORD_THROTTLE): overflows went unreported for a while,
+  // so samples are missing. `state` says so.
+  virtual std::uint64_t throttledCount() { return 0; }
+
   // The fast path (fastpath/fast_page.h): how a reader outside the daemon
   // computes readPmds' bits of the loaded set until the engine next calls
   // this PMU, from a read(2) of one perf group it may be given. nullopt:

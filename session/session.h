@@ -71,6 +71,7 @@ struct StateInfo {
   bool sampling = false;
   std::uint64_t smpl_count = 0;
   std::uint64_t smpl_overflows = 0;
+  std::uint64_t throttled = 0;  // perf, while loaded: times the kernel throttled the overflow reports
 };
 
 struct SetInfo {

@@ -93,7 +93,10 @@ StateInfo Session::state() {
   i.queued = messages_.size();
   i.lost = messages_.lost();
   i.exited = exited_;
-  if (loaded()) i.unscheduled_ns = target().pmu->unscheduledNs();
+  if (loaded()) {
+    i.unscheduled_ns = target().pmu->unscheduledNs();
+    i.throttled = target().pmu->throttledCount();
+  }
   i.inherit = flags_.inherit;
   i.target_exited = loaded() && inheritance_.hasTargetExited();
   i.followed = followedThreads() + inheritance_.aggregateCount();

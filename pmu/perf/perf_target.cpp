@@ -208,6 +208,7 @@ class PerfTarget final : public TargetPmu {
       Counter* c = counterById(r.id);
       if (!c) continue;  // an event of a set that is not loaded, or closed since
       if (r.throttled) {
+        ++throttled_;
         // Overflows during the throttle went unreported: where the kernel's
         // period now ends is unknown until the next reload restarts it.
         c->phase_known = false;
@@ -254,6 +255,7 @@ class PerfTarget final : public TargetPmu {
   }
 
   std::uint64_t unscheduledNs() override { return unscheduled_ns_; }
+  std::uint64_t throttledCount() override { return throttled_; }
 
   // readPmds' arithmetic, for a reader of the group's leader: the counts it
   // reads are where count is here. Not with inherit: the children's events
@@ -436,6 +438,7 @@ class PerfTarget final : public TargetPmu {
   bool enabled_ = false;
   std::uint64_t last_time_ = 0;
   std::uint64_t unscheduled_ns_ = 0;
+  std::uint64_t throttled_ = 0;  // THROTTLE records of this target's events
   std::uint64_t cpu_checked_at_ = 0;
   bool cpu_gone_ = false;
   GroupReading reading_;

@@ -10,6 +10,7 @@ import os
 
 import pfmfs_mount
 from pfmfs_mount import neg, parseKv
+from kernel_setting import KernelSetting
 from test_perf import MS, PerfTestCase, prog, requirePrograms, textMappings
 
 
@@ -104,6 +105,26 @@ class SamplingTest(PerfTestCase):
         self.assertLessEqual(len(samples), count // period, (len(samples), count))
         self.assertGreaterEqual(len(samples), count // period * 9 // 10, (len(samples), count))
         self.assertTrue(all(int(e['tid']) == w.tid and e['pmd'] == '0' for e in samples))
+
+    def test_throttling_is_reported(self):
+        # 20 000 samples a second asked, 1000 allowed: perf throttles the
+        # event, and `state` says how often, so nobody takes the profile
+        # for complete.
+        period = 50_000
+        w = self.worker()
+        s = self.newSession()
+        s.write('smpl_fmt', 'default buf_size=1048576\n')
+        s.pmc(0, 'TASK_CLOCK:u:k')
+        s.pmd(0, f'-{period} short_reset=-{period}')
+        with KernelSetting('/proc/sys/kernel/perf_event_max_sample_rate', '1000'):
+            s.ctl(f'load {w.tid}')
+            s.ctl('start')
+            burn = w.cmd('b 100')
+            state = self.stateOf(s)
+        self.assertGreater(int(state.get('throttled', '0')), 0, state)
+        self.assertEqual(list(state)[-1], 'throttled', state)
+        periods = (burn['end_ns'] - burn['start_ns']) // period
+        self.assertLess(int(state['smpl_count']), periods // 2, (periods, state))
 
 
 if __name__ == '__main__':
