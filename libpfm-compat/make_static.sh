@@ -1,9 +1,9 @@
 #!/bin/sh
 # make_static.sh LD OBJCOPY NM AR IN.a OUT.a CHECK MAP
 # libpfm.a from the library's objects (IN.a): one relocatable object in which
-# only the libpfm API (pfm_*) and the libc names that answer
-# /sys/kernel/perfmon (the other global names of MAP, libpfm.map) stay
-# global, so that nothing of the library's own (its C++ runtime pieces,
+# only the libpfm API (pfm_*) and the libc names the library answers itself
+# (/sys/kernel/perfmon's, and mmap's: the other global names of MAP,
+# libpfm.map) stay global, so that nothing of the library's own (its C++ runtime pieces,
 # template instances, internals) can clash with a program's symbols, as
 # libpfm.map does for libpfm.so.3. The libc names are made weak: in a
 # dynamically linked program they still come before libc.so's, and in a

@@ -30,7 +30,7 @@ constexpr SetFileSpec kSetFiles[kSetFileCount] = {
 }  // namespace
 
 void Context::init(int user_fd, int dir_fd, const char* name, dev_t dev, ino_t ino, uint32_t generation,
-                   bool system_wide, bool fast_path) {
+                   bool system_wide, bool fast_path, uint64_t smpl_buf_size) {
   user_fd_ = user_fd;
   dir_fd_ = dir_fd;
   strncpy(name_, name, sizeof name_ - 1);
@@ -39,6 +39,7 @@ void Context::init(int user_fd, int dir_fd, const char* name, dev_t dev, ino_t i
   ino_ = ino;
   generation_ = generation;
   system_wide_ = system_wide;
+  smpl_buf_size_ = smpl_buf_size;
   loaded_.store(false, std::memory_order_relaxed);
   ctl_fd_.store(-1, std::memory_order_relaxed);
   for (auto& s : slots_) {

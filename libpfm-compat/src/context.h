@@ -32,14 +32,18 @@ class Context {
   // Called on a fresh or recycled object before it is published; the
   // context takes over dir_fd (O_PATH descriptor of the session directory).
   // fast_path: pfm_read_pmds may use the fast path (fast_path.h).
+  // smpl_buf_size: the sampling format's buf_size, 0 without a format.
   void init(int user_fd, int dir_fd, const char* name, dev_t dev, ino_t ino, uint32_t generation, bool system_wide,
-            bool fast_path);
+            bool fast_path, uint64_t smpl_buf_size);
 
   int userFd() const { return user_fd_; }
   int dirFd() const { return dir_fd_; }
   const char* name() const { return name_; }  // the session's, in sessions/
   uint32_t generation() const { return generation_; }
   bool systemWide() const { return system_wide_; }
+  // The buf_size of the session's sampling buffer (pfm_create_context with
+  // a format), which mmap of the descriptor maps; 0: no format.
+  uint64_t smplBufSize() const { return smpl_buf_size_; }
   FastPath& fastPath() { return fast_; }
   // Whether the session was left loaded by this library (a load succeeded,
   // no unload since): a closed context that was may still hold its target
@@ -82,6 +86,7 @@ class Context {
   ino_t ino_ = 0;
   uint32_t generation_ = 0;
   bool system_wide_ = false;
+  uint64_t smpl_buf_size_ = 0;
   std::atomic<bool> loaded_{false};
   std::atomic<int> ctl_fd_{-1};
   SetSlot slots_[kCachedSets];

@@ -223,6 +223,19 @@ int createContext(const CreateOptions& options) {
   if (options.notify_block) f.add(" notify_block");
   if (options.no_msg) f.add(" no_msg");
   if (int r = writeFile("flags", flags); r < 0) return fail(-r);
+  // The format last, on a session that is otherwise made: the mount names
+  // an unknown format, a buffer too small or over the owner's limit.
+  if (options.smpl_name) {
+    char fmt[160];
+    TextBuilder t(fmt, sizeof fmt);
+    t.add(options.smpl_name).add(" buf_size=").dec(options.smpl_buf_size);
+    t.add(" buf_flags=").dec(options.smpl_buf_flags);
+    int r = t.overflowed() ? -EINVAL : writeFile("smpl_fmt", fmt);
+    if (r < 0) {
+      debugCreateFailure(dir_fd, fd, "smpl_fmt", -r);
+      return fail(-r);
+    }
+  }
 
   struct stat st;
   if (fstat(fd, &st) != 0) return fail(errno);
@@ -231,7 +244,8 @@ int createContext(const CreateOptions& options) {
   const uint32_t generation = g_generation.fetch_add(1, std::memory_order_relaxed) + 1;
   const bool fast = fastPathWanted();
   if (fast) prepareCurrentTid();
-  c->init(fd, dir_fd, name, st.st_dev, st.st_ino, generation, options.system_wide, fast);
+  c->init(fd, dir_fd, name, st.st_dev, st.st_ino, generation, options.system_wide, fast,
+          options.smpl_name ? options.smpl_buf_size : 0);
   ContextTable::install(c);
   watchContext(fd, generation);
   return fd;

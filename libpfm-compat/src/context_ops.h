@@ -14,14 +14,20 @@ namespace pfmcompat {
 
 class Context;
 
-// Context flags (perfmon2's PFM_FL_*), as the mount understands them.
+// Context flags (perfmon2's PFM_FL_*), as the mount understands them, and
+// the sampling format (sampling.h checks the caller's argument).
 struct CreateOptions {
   bool system_wide = false;
   bool notify_block = false;
   bool no_msg = false;
+  const char* smpl_name = nullptr;  // a format: written to smpl_fmt with the two below
+  uint64_t smpl_buf_size = 0;
+  uint32_t smpl_buf_flags = 0;
 };
 // mkdir's the session, opens its msg file (the returned descriptor) and
-// sets mode and flags. No mount: -ENODEV (docs/libpfm-compat.md).
+// sets mode, flags and the sampling format; a refusal of any of them
+// destroys the session and is the call's errno. No mount: -ENODEV
+// (docs/libpfm-compat.md).
 int createContext(const CreateOptions& options);
 
 // One PMC write (pfarg_pmc_t, pfarg_pmr_t).

@@ -151,6 +151,8 @@ ContextRef ContextTable::lookup(int fd) {
   return ContextRef(c);
 }
 
+bool ContextTable::everUsed() { return g_highest.load(std::memory_order_relaxed) >= 0; }
+
 ContextRef ContextTable::peek(int fd) {
   if (fd < 0 || fd >= kMaxFd) return ContextRef();
   return ContextRef(acquireAt(fd));

@@ -31,6 +31,9 @@ class ContextTable {
   // the descriptor no longer names its session. A descriptor that names a
   // context's msg file under another number (dup) is that context.
   static ContextRef lookup(int fd);
+  // False while the process has never made a context: then no descriptor
+  // can be one, and the mmap interposer passes every call on at once.
+  static bool everUsed();
   // The context the table holds at fd, without asking the kernel whether fd
   // still names it: for the fast path alone (fast_path.h says why that is
   // safe enough), which falls back to lookup() whenever it cannot answer.

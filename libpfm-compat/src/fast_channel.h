@@ -1,8 +1,9 @@
 // The fast path's channel to pfmfsd (pfmfs(5), FAST PATH): the Unix socket
 // that pmu/info names, over which the daemon hands a session's owner the
-// session's page and its perf group's descriptors. Everything here is a
-// plain system call (open, read, socket, sendmsg, recvmsg): usable from a
-// signal handler, like every call of the library.
+// session's page and its perf group's descriptors, and its sampling buffer
+// (sampling.h). Everything here is a plain system call (open, read, socket,
+// sendmsg, recvmsg): usable from a signal handler, like every call of the
+// library.
 //
 // Trust (docs/libpfm-compat.md, "Whom the fast path trusts"): the socket's
 // name is in the abstract namespace, where any user may bind a name the
@@ -39,11 +40,12 @@ struct Endpoint {
 // a new socket) and keeps what it read in place of the old, if it differs.
 bool fastPathEndpoint(Endpoint* out, bool fresh = false);
 
-// Sends `request` ("page SESSION", "group SESSION ID") to the endpoint's
-// socket, once its listener is known to be the endpoint's process, and
-// receives the answer: the number of descriptors it carried (>= 1, in fds,
-// close-on-exec) on "ok"; kNotTheDaemon; or -errno (the daemon's "err
-// ERRNO", or the socket's own failure). Gives up after about two seconds.
+// Sends `request` ("page SESSION", "smpl SESSION", "group SESSION ID") to the
+// endpoint's socket, once its listener is known to be the endpoint's
+// process, and receives the answer: the number of descriptors it carried
+// (>= 1, in fds, close-on-exec) on "ok"; kNotTheDaemon; or -errno (the
+// daemon's "err ERRNO", or the socket's own failure). Gives up after about
+// two seconds.
 int fastPathRequest(const Endpoint& ep, const char* request, int* fds, int max_fds);
 
 }  // namespace pfmcompat

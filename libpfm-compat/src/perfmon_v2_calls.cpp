@@ -4,6 +4,7 @@
 
 #include "api_support.h"
 #include "context_ops.h"
+#include "sampling.h"
 
 using namespace pfmcompat;
 
@@ -62,13 +63,11 @@ void pmdPut(void* vec, size_t i, const PmdValues& v) {
 }  // namespace
 
 PFM_EXPORT os_err_t pfm_create_context(pfarg_ctx_t* ctx, char* smpl_name, void* smpl_arg, size_t smpl_size) {
-  (void)smpl_arg;
-  (void)smpl_size;
   if (!ctx) return apiError(EFAULT);
   if (ctx->ctx_flags & ~kContextFlags) return apiError(EINVAL);
-  // pfmfs has no sampling buffers (see perfmon_dfl_smpl.h).
-  if (smpl_name) return apiError(EOPNOTSUPP);
   CreateOptions o;
+  // A sampling format (sampling.h): no name, no argument.
+  if (int r = samplingOptions(smpl_name, smpl_arg, smpl_size, &o); r < 0) return apiResult(r);
   o.system_wide = (ctx->ctx_flags & PFM_FL_SYSTEM_WIDE) != 0;
   o.notify_block = (ctx->ctx_flags & PFM_FL_NOTIFY_BLOCK) != 0;
   o.no_msg = (ctx->ctx_flags & PFM_FL_OVFL_NO_MSG) != 0;

@@ -2,10 +2,12 @@
 // instead of counts, a type argument for register vectors, and flags that
 // must be 0. They share context_ops with the perfmon2 calls.
 #include <perfmon/perfmon.h>
+#include <stdarg.h>
 #include <unistd.h>
 
 #include "api_support.h"
 #include "context_ops.h"
+#include "sampling.h"
 
 using namespace pfmcompat;
 
@@ -89,10 +91,20 @@ void attrPmdPut(void* vec, size_t i, const PmdValues& v) {
 
 PFM_EXPORT os_err_t pfm_create(int flags, pfarg_sinfo_t* sif, ...) {
   if (uint32_t(flags) & ~kCreateFlags) return apiError(EINVAL);
-  // With PFM_FL_SMPL_FMT the format's name, argument and size follow; pfmfs
-  // has no sampling buffers (see perfmon_dfl_smpl.h).
-  if (flags & PFM_FL_SMPL_FMT) return apiError(EOPNOTSUPP);
   CreateOptions o;
+  // With PFM_FL_SMPL_FMT the format's name, argument and size follow (a
+  // name is then required: the flag says a format comes); without it they
+  // are not there to read.
+  if (flags & PFM_FL_SMPL_FMT) {
+    va_list ap;
+    va_start(ap, sif);
+    const char* name = va_arg(ap, const char*);
+    const void* arg = va_arg(ap, const void*);
+    const size_t size = va_arg(ap, size_t);
+    va_end(ap);
+    if (!name) return apiError(EINVAL);
+    if (int r = samplingOptions(name, arg, size, &o); r < 0) return apiResult(r);
+  }
   o.system_wide = (flags & PFM_FL_SYSTEM_WIDE) != 0;
   o.notify_block = (flags & PFM_FL_NOTIFY_BLOCK) != 0;
   o.no_msg = (flags & PFM_FL_OVFL_NO_MSG) != 0;

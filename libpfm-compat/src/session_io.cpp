@@ -74,6 +74,10 @@ void clearMountFailure() { t_mount_failed = false; }
 void noteMountFailure() { t_mount_failed = true; }
 
 void debugFailure(const Context& c, int user_fd, const char* call, int err) {
+  debugCreateFailure(c.dirFd(), user_fd, call, err);
+}
+
+void debugCreateFailure(int dir_fd, int user_fd, const char* call, int err) {
   if (!g_debug) return;
   int saved = errno;
   char line[512];
@@ -85,7 +89,7 @@ void debugFailure(const Context& c, int user_fd, const char* call, int err) {
       .add(" failed: ")
       .add(strerrorname_np(err) ? strerrorname_np(err) : "?");
   char reason[384];
-  int fd = t_mount_failed ? openat(c.dirFd(), "error", O_RDONLY | O_CLOEXEC) : -1;
+  int fd = t_mount_failed ? openat(dir_fd, "error", O_RDONLY | O_CLOEXEC) : -1;
   if (!t_mount_failed) t.add(" (refused by the library)");
   if (fd >= 0) {
     ContextTable::reclaim(fd);

@@ -33,5 +33,8 @@ void waitSessionGone(int dir_fd, const char* name);
 void clearMountFailure();
 void noteMountFailure();  // for failures outside writeWhole/readSnapshot
 void debugFailure(const Context& c, int fd, const char* call, int err);
+// The same for a session not yet a context (its directory dir_fd): a
+// creation step the mount refused.
+void debugCreateFailure(int dir_fd, int fd, const char* call, int err);
 
 }  // namespace pfmcompat

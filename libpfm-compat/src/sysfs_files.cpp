@@ -1,7 +1,8 @@
 // perfmon2's /sys/kernel/perfmon from the mount (sysfs_files.h). Formats are
 // perfmon2's own (perfmon_sysfs.c of the v2.8x kernels): one value and a
 // newline per file, "0x%llx" for addresses, default values and reserved
-// masks, decimal for widths and counts.
+// masks, decimal for widths and counts, "MAJ.MIN" for a sampling format's
+// version (which perfmon2 printed without the newline).
 #include "sysfs_files.h"
 
 #include <dirent.h>
@@ -14,7 +15,9 @@
 #include <atomic>
 
 #include <perfmon/perfmon.h>
+#include <perfmon/perfmon_dfl_smpl.h>
 
+#include "fastpath/sample_layout.h"
 #include "key_value.h"
 #include "mount.h"
 #include "session_io.h"
@@ -23,6 +26,8 @@
 
 namespace pfmcompat::sysfs {
 namespace {
+
+namespace fp = pfmfs::fastpath;
 
 // libpfm 3.10 (pfmlib_os_linux.c) reads this file for the number of
 // pfm_create_context; on x86_64 it expects 295 from perfmon2 v2.82's kernels
@@ -101,8 +106,12 @@ constexpr Entry kRootEntries[] = {
     {"task_sessions_count", Kind::kTaskSessions},
     {"sys_sessions_count", Kind::kSysSessions},
     {"smpl_buffer_mem_cur", Kind::kSmplBufferMem},
+    {"formats", Kind::kFormats},
     {"pmu_desc", Kind::kPmuDesc},
 };
+// perfmon2 gave each format a directory of its name holding `version`; the
+// mount has one format (pfmfs(5), SAMPLING).
+constexpr char kDefaultFormat[] = PFM_DFL_SMPL_NAME;
 constexpr const char* kAttrNames[] = {"name", "dfl_val", "rsvd_msk", "width", "addr"};
 
 // "pmcN"/"pmdN" with N as perfmon2 printed it (decimal, no leading zero),
@@ -134,6 +143,14 @@ bool lookupChild(const Node& dir, const char* name, size_t n, uint64_t pmcs, uin
         }
       }
       return false;
+    case Kind::kFormats:
+      if (!nameIs(name, n, kDefaultFormat)) return false;
+      out->kind = Kind::kFormatDir;
+      return true;
+    case Kind::kFormatDir:
+      if (!nameIs(name, n, "version")) return false;
+      out->kind = Kind::kFormatVersion;
+      return true;
     case Kind::kPmuDesc:
       if (nameIs(name, n, "model")) {
         out->kind = Kind::kModel;
@@ -216,12 +233,12 @@ long registerAttr(const Node& node, TextBuilder& out) {
   return -EIO;
 }
 
-// perfmon2 counted sessions while loaded: per-thread ones, and the CPUs
-// that have a system-wide one (one per CPU, on pfmfs as on perfmon2: the
-// number of loaded system-wide sessions). Every user's sessions are listed in
-// sessions/, but only root sees inside another user's: EACCES then, never a
-// count of some of them. A session that goes away meanwhile is not counted.
-long countSessions(bool system, TextBuilder& out) {
+// Calls take(text of sessions/NAME/file, its length) for every session.
+// Every user's sessions are listed in sessions/, but only root sees inside
+// another user's: EACCES then, never a total of some of them. A session
+// that goes away meanwhile is not counted.
+template <class Take>
+long eachSession(const char* file, Take take) {
   const char* mount = mountPath();
   if (!mount) return -ENODEV;
   char path[kPathMax];
@@ -230,7 +247,6 @@ long countSessions(bool system, TextBuilder& out) {
   if (p.overflowed()) return -ENAMETOOLONG;
   int dir = libc::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (dir < 0) return -errno;
-  uint64_t count = 0;
   long result = 0;
   alignas(8) char entries[2048];  // getdents64: no allocation, unlike readdir
   for (;;) {
@@ -243,26 +259,51 @@ long countSessions(bool system, TextBuilder& out) {
       auto* d = reinterpret_cast<struct dirent64*>(entries + off);
       off += d->d_reclen;
       if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0) continue;
-      char rel[128], state[512];
+      char rel[128], text[512];
       TextBuilder r(rel, sizeof rel);
-      r.add("sessions/").add(d->d_name).add("/state");
-      long len = r.overflowed() ? -ENOENT : readMount(rel, state, sizeof state);
+      r.add("sessions/").add(d->d_name).add('/').add(file);
+      long len = r.overflowed() ? -ENOENT : readMount(rel, text, sizeof text);
       if (len == -ENOENT) continue;
       if (len < 0) {
         result = len;
         break;
       }
-      Line line{state, firstLine(state, size_t(len))}, s, m;
-      if (!findWord(line, "state", &s) || !findWord(line, "mode", &m)) continue;
-      bool loaded = !(s.size == 8 && memcmp(s.begin, "unloaded", 8) == 0);
-      bool is_system = m.size == 6 && memcmp(m.begin, "system", 6) == 0;
-      if (loaded && is_system == system) ++count;
+      take(text, firstLine(text, size_t(len)));
     }
     if (result != 0) break;
   }
   close(dir);
-  if (result == 0) out.dec(count);
   return result;
+}
+
+// perfmon2 counted sessions while loaded: per-thread ones, and the CPUs
+// that have a system-wide one (one per CPU, on pfmfs as on perfmon2: the
+// number of loaded system-wide sessions).
+long countSessions(bool system, TextBuilder& out) {
+  uint64_t count = 0;
+  long r = eachSession("state", [&](const char* text, size_t len) {
+    Line line{text, len}, s, m;
+    if (!findWord(line, "state", &s) || !findWord(line, "mode", &m)) return;
+    bool loaded = !(s.size == 8 && memcmp(s.begin, "unloaded", 8) == 0);
+    bool is_system = m.size == 6 && memcmp(m.begin, "system", 6) == 0;
+    if (loaded && is_system == system) ++count;
+  });
+  if (r == 0) out.dec(count);
+  return r;
+}
+
+// perfmon2's sampling buffers' memory: each session's buf_size in whole
+// pages, what the buffer's memfd holds and the owner's limit counts
+// (pfmfs(5), smpl_fmt). `none` counts nothing.
+long sampleBufferBytes(TextBuilder& out) {
+  uint64_t bytes = 0;
+  long r = eachSession("smpl_fmt", [&](const char* text, size_t len) {
+    Line line{text, len};
+    uint64_t size;
+    if (findNumber(line, "buf_size", &size)) bytes += fp::sampleBufferFileBytes(size);
+  });
+  if (r == 0) out.dec(bytes);
+  return r;
 }
 
 }  // namespace
@@ -329,7 +370,10 @@ long content(const Node& node, char* buf, size_t cap) {
       r = countSessions(true, out);
       break;
     case Kind::kSmplBufferMem:
-      out.dec(0);
+      r = sampleBufferBytes(out);
+      break;
+    case Kind::kFormatVersion:
+      out.dec(PFM_DFL_SMPL_VERSION_MAJ).add('.').dec(PFM_DFL_SMPL_VERSION_MIN);
       break;
     case Kind::kModel:
       r = mountLine("pmu/desc/model", out);
@@ -366,7 +410,9 @@ int statNode(const Node& node, struct stat* st) {
     st->st_mode = S_IFDIR | 0555;
     st->st_nlink = 2;  // "." and the entry in its parent; sysfs adds its subdirectories
     if (node.kind == Kind::kRoot) {
-      st->st_nlink += 1;
+      st->st_nlink += 2;  // formats, pmu_desc
+    } else if (node.kind == Kind::kFormats) {
+      st->st_nlink += 1;  // default
     } else if (node.kind == Kind::kPmuDesc) {
       uint64_t pmcs, pmds;
       if (pmuMasks(&pmcs, &pmds)) st->st_nlink += nlink_t(__builtin_popcountll(pmcs) + __builtin_popcountll(pmds));

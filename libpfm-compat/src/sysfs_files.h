@@ -9,7 +9,10 @@
 //                           system calls)
 //   task_sessions_count     loaded per-thread sessions  } from the mount's
 //   sys_sessions_count      loaded system-wide sessions } sessions/*/state
-//   smpl_buffer_mem_cur     "0": pfmfs has no sampling buffers
+//   smpl_buffer_mem_cur     bytes of every session's sampling buffer, each
+//                           in whole pages: from sessions/*/smpl_fmt
+//   formats/default/version "1.0": the default sampling format, the one the
+//                           mount has (pfmfs(5), SAMPLING)
 //   pmu_desc/model          pmu/desc/model
 //   pmu_desc/pmcN/, pmdN/   one per bit of pmu/info's pmcs= and pmds=, with
 //                           name, dfl_val, rsvd_msk, width, addr from
@@ -45,6 +48,9 @@ enum class Kind : uint8_t {
   kTaskSessions,
   kSysSessions,
   kSmplBufferMem,
+  kFormats,
+  kFormatDir,
+  kFormatVersion,
   kPmuDesc,
   kModel,
   kRegDir,
@@ -59,7 +65,10 @@ struct Node {
   uint8_t reg = 0;   // kRegDir, kRegAttr: the register's number
   Attr attr = Attr::kName;
 
-  bool isDir() const { return kind == Kind::kRoot || kind == Kind::kPmuDesc || kind == Kind::kRegDir; }
+  bool isDir() const {
+    return kind == Kind::kRoot || kind == Kind::kFormats || kind == Kind::kFormatDir || kind == Kind::kPmuDesc ||
+           kind == Kind::kRegDir;
+  }
 };
 
 struct Resolved {

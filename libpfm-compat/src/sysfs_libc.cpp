@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -48,14 +49,16 @@ enum Fn {
   kFxstatat64,
   kStatx,
   kOpendir,
+  kMmap,
+  kMmap64,
   kCount
 };
 
 constexpr const char* kNames[kCount] = {
-    "open",         "open64",   "openat",     "openat64",   "__open_2",     "__open64_2", "__openat_2",
-    "__openat64_2", "fopen",    "fopen64",    "access",     "faccessat",    "euidaccess", "eaccess",
-    "stat",         "stat64",   "lstat",      "lstat64",    "fstatat",      "fstatat64",  "__xstat",
-    "__xstat64",    "__lxstat", "__lxstat64", "__fxstatat", "__fxstatat64", "statx",      "opendir",
+    "open",       "open64",       "openat",  "openat64",  "__open_2",   "__open64_2", "__openat_2", "__openat64_2",
+    "fopen",      "fopen64",      "access",  "faccessat", "euidaccess", "eaccess",    "stat",       "stat64",
+    "lstat",      "lstat64",      "fstatat", "fstatat64", "__xstat",    "__xstat64",  "__lxstat",   "__lxstat64",
+    "__fxstatat", "__fxstatat64", "statx",   "opendir",   "mmap",       "mmap64",
 };
 
 std::atomic<void*> g_fn[kCount];
@@ -71,9 +74,23 @@ void resolveAll() {
   g_state.store(2, std::memory_order_release);
 }
 
+// mmap's functions for its interposer (mmapReady), published by the
+// load-time lookup alone, and only read without the sanitizers'
+// instrumentation: plain words and __atomic builtins.
+void* g_mmap_fns[2];   // libc's mmap and mmap64, or nullptr (the system call)
+int g_mmap_ready = 0;  // 1 once g_mmap_fns are final
+
 // Before any code of the program runs; a library constructor that calls
 // open() before this one gets the lookup (or the system call) lazily below.
-__attribute__((constructor(101))) void resolveAtLoad() { resolveAll(); }
+__attribute__((constructor(101))) void resolveAtLoad() {
+  resolveAll();
+  // A lookup another thread started lazily (load time has one thread, but
+  // a library's constructor may have made one) is about to end.
+  while (g_state.load(std::memory_order_acquire) != 2) sched_yield();
+  __atomic_store_n(&g_mmap_fns[0], g_fn[kMmap].load(std::memory_order_relaxed), __ATOMIC_RELAXED);
+  __atomic_store_n(&g_mmap_fns[1], g_fn[kMmap64].load(std::memory_order_relaxed), __ATOMIC_RELAXED);
+  __atomic_store_n(&g_mmap_ready, 1, __ATOMIC_RELEASE);
+}
 
 // libc's function i, or nullptr: then the caller makes the system call. A
 // call made while the lookup runs (by another thread, or by this one from
@@ -320,6 +337,27 @@ int statx(int dirfd, const char* path, int flags, unsigned int mask, struct stat
 DIR* opendir(const char* path) {
   if (auto f = real<OpendirFn>(kOpendir)) return f(path);
   return sysOpendir(path);
+}
+
+PFMFS_NOT_INSTRUMENTED bool mmapReady(bool is64, MmapFn* fn) {
+  if (!__atomic_load_n(&g_mmap_ready, __ATOMIC_ACQUIRE)) return false;
+  *fn = reinterpret_cast<MmapFn>(__atomic_load_n(&g_mmap_fns[is64 ? 1 : 0], __ATOMIC_RELAXED));
+  return true;
+}
+
+// x86_64's mmap is the system call itself (no offset shift, as on 32-bit).
+PFMFS_NOT_INSTRUMENTED void* sysMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+}
+
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (auto f = real<MmapFn>(kMmap)) return f(addr, len, prot, flags, fd, off);
+  return sysMmap(addr, len, prot, flags, fd, off);
+}
+
+void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (auto f = real<MmapFn>(kMmap64)) return f(addr, len, prot, flags, fd, off);
+  return sysMmap(addr, len, prot, flags, fd, off);
 }
 
 }  // namespace pfmcompat::sysfs::libc

@@ -1,6 +1,7 @@
 // The real libc functions behind the /sys/kernel/perfmon interposers
-// (sysfs_interpose.cpp): what a call on any other path goes to, and what the
-// library itself uses to read the mount while it answers a sysfs path (never
+// (sysfs_interpose.cpp) and mmap's (mmap_interpose.cpp): what a call on any
+// other path or descriptor goes to, and what the library itself uses to read
+// the mount while it answers a sysfs path or maps a sampling buffer (never
 // the interposed names, so an answer can never loop into itself).
 //
 // Each is libc's own function, found once with dlsym(RTLD_NEXT) (at load
@@ -13,6 +14,7 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -46,6 +48,19 @@ int fxstatat(int ver, int dirfd, const char* path, struct stat* st, int flags);
 int fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags);
 int statx(int dirfd, const char* path, int flags, unsigned int mask, struct statx* st);
 DIR* opendir(const char* path);
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
+void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off);
+
+// For mmap's interposer, which the sanitizers' runtimes call while they
+// start, before instrumented code may run (a program linked with libpfm.a
+// defines mmap for them too): not instrumented, and no lookup of their own.
+// mmapReady is false until the load-time lookup (a constructor, after the
+// sanitizers have started) is done; then *fn is libc's mmap (is64: mmap64),
+// or nullptr where there is none (sysMmap: the system call).
+#define PFMFS_NOT_INSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
+using MmapFn = void* (*)(void* addr, size_t len, int prot, int flags, int fd, off_t off);
+PFMFS_NOT_INSTRUMENTED bool mmapReady(bool is64, MmapFn* fn);
+PFMFS_NOT_INSTRUMENTED void* sysMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 
 // fopen's mode as open(2) flags, as glibc reads it; false (EINVAL) for a
 // mode that is not one.

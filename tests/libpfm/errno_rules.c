@@ -14,6 +14,7 @@
 
 #include <perfmon/perfmon_dfl_smpl.h>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #define PMC0_INST (0xc0 | SIM_PMC_USR)
@@ -144,7 +145,7 @@ int main(void)
 	int on_x86 = on_backend("x86");
 	struct cpu_window win;
 	uint64_t first = 0;		/* x86: pmd0 after the first window */
-	char *smpl_name = "default";
+	char *smpl_name = "pebs";
 	pfm_dfl_smpl_arg_t smpl;
 
 	/* ---- descriptors that are not contexts ---- */
@@ -166,9 +167,28 @@ int main(void)
 	CHECK_ERRNO(pfm_create_context(NULL, NULL, NULL, 0), EFAULT);
 	{
 		pfarg_ctx_t ctx;
+		void *m;
 
 		memset(&ctx, 0, sizeof(ctx));
-		CHECK_ERRNO(pfm_create_context(&ctx, smpl_name, &smpl, sizeof(smpl)), EOPNOTSUPP);
+		smpl.buf_size = 4096;
+		/* pfmfs has perfmon2's default format, no other. */
+		CHECK_ERRNO(pfm_create_context(&ctx, smpl_name, &smpl, sizeof(smpl)), EINVAL);
+		CHECK_EQ_U64(count_sessions(), 0);
+
+		/* The default format's buffer maps where pfmfsd offers the fast
+		 * path's socket; x86 has none: ENODEV (smpl_buf has the samples). */
+		fd = (int)CHECK_OK(pfm_create_context(&ctx, PFM_DFL_SMPL_NAME, &smpl, sizeof(smpl)));
+		errno = 0;
+		m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (on_x86) {
+			CHECK(m == MAP_FAILED && errno == ENODEV, "x86: mmap gave %p, errno %d", m, errno);
+		} else {
+			CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+			CHECK_EQ_U64(((const pfm_dfl_smpl_hdr_t *)m)->hdr_buf_size, 4096);
+			CHECK_OK(munmap(m, 4096));
+		}
+		CHECK_OK(close(fd));
+		CHECK_EQ_U64(wait_sessions(0), 0);
 	}
 	CHECK_EQ_U64(count_sessions(), 0);
 

@@ -6,13 +6,16 @@
  * syscall), showreginfo (open + read of pmu_desc/model and of every
  * pmcN/pmdN file for N below PFM_MAX_PMCS), and access() + fopen + fgets.
  * Each file's text is checked exactly against the mount's pmu/info and
- * pmu/desc read directly. Then the errors (ENOENT, ENOTDIR, EACCES, EEXIST,
- * EBADF on write), stat in all its names, that every other path behaves as
- * without the library (compared with the system calls themselves), threads
- * at once, and, in re-executed copies, PFMFS_SYSFS=0 and no mount at all.
+ * pmu/desc read directly; formats/default/version, and smpl_buffer_mem_cur
+ * as sampling buffers are made and closed. Then the errors (ENOENT,
+ * ENOTDIR, EACCES, EEXIST, EBADF on write), stat in all its names, that
+ * every other path behaves as without the library (compared with the system
+ * calls themselves), threads at once, and, in re-executed copies,
+ * PFMFS_SYSFS=0 and no mount at all.
  */
 #include "check.h"
 
+#include <perfmon/perfmon_dfl_smpl.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -153,6 +156,13 @@ static void check_contents(void)
 	expect_file("syscall", "295\n");
 	expect_file("smpl_buffer_mem_cur", "0\n");
 
+	/* perfmon2's formats/NAME/version: the default format, version 1.0. */
+	expect_file("formats/default/version", "1.0\n");
+	CHECK_OK(access(SYSFS "/formats/default", R_OK | X_OK));
+	CHECK_ERRNO(access(SYSFS "/formats/pebs", F_OK), ENOENT);
+	CHECK_ERRNO(open(SYSFS "/formats/default/uuid", O_RDONLY), ENOENT);
+	CHECK(opendir(SYSFS "/formats") == NULL && errno == EOPNOTSUPP, "opendir formats: %s", strerror(errno));
+
 	/* access() then fopen + fgets of the model. */
 	CHECK_OK(access(SYSFS "/pmu_desc", F_OK));
 	expect_file("pmu_desc/model", mount_line("pmu/desc/model", want, sizeof(want)));
@@ -201,6 +211,33 @@ static void check_session_counts(void)
 	CHECK_OK(close(fd));
 	CHECK_EQ_U64(wait_sessions(0), 0);
 	expect_counts(0, 0);
+}
+
+/* perfmon2's smpl_buffer_mem_cur: the sampling buffers' memory, each in
+ * whole pages, whoever's session holds it. */
+static void check_sampling_memory(void)
+{
+	pfm_dfl_smpl_arg_t arg;
+	pfarg_ctx_t ctx;
+	struct stat st;
+	int a, b;
+
+	memset(&ctx, 0, sizeof(ctx));
+	memset(&arg, 0, sizeof(arg));
+	arg.buf_size = 6000;
+	a = (int)CHECK_OK(pfm_create_context(&ctx, PFM_DFL_SMPL_NAME, &arg, sizeof(arg)));
+	expect_file("smpl_buffer_mem_cur", "8192\n");
+	arg.buf_size = 4096;
+	b = (int)CHECK_OK(pfm_create_context(&ctx, PFM_DFL_SMPL_NAME, &arg, sizeof(arg)));
+	expect_file("smpl_buffer_mem_cur", "12288\n");
+	CHECK_OK(stat(SYSFS "/smpl_buffer_mem_cur", &st));
+	CHECK_EQ_U64(st.st_size, 6);
+	CHECK_OK(close(a));
+	CHECK_EQ_U64(wait_sessions(1), 1);
+	expect_file("smpl_buffer_mem_cur", "4096\n");
+	CHECK_OK(close(b));
+	CHECK_EQ_U64(wait_sessions(0), 0);
+	expect_file("smpl_buffer_mem_cur", "0\n");
 }
 
 static void check_errors(void)
@@ -409,6 +446,7 @@ int main(int argc, char **argv)
 		return check_absent();
 	check_contents();
 	check_session_counts();
+	check_sampling_memory();
 	check_errors();
 	check_other_paths();
 	for (i = 0; i < 4; i++)

@@ -53,14 +53,16 @@ SESSION_GONE_S = WAIT_S
 # that a wait that runs out fails with its own message first.
 DEFAULT_TIMEOUT_S = 60
 WARNINGS = ['-Wall', '-Wextra', '-Werror']
-# The libc calls that answer /sys/kernel/perfmon (libpfm-compat/libpfm.map,
-# src/sysfs_interpose.cpp): the only names either library defines beside
-# the API, weak in libpfm.a.
-SYSFS_INTERPOSED = sorted([
+# The libc calls the library answers itself (libpfm-compat/libpfm.map): those
+# that reach /sys/kernel/perfmon (src/sysfs_interpose.cpp) and mmap, which
+# maps a context's sampling buffer (src/mmap_interpose.cpp). The only names
+# either library defines beside the API, weak in libpfm.a.
+INTERPOSED = sorted([
     'open', 'open64', 'openat', 'openat64', '__open_2', '__open64_2', '__openat_2', '__openat64_2',
     'fopen', 'fopen64', 'access', 'faccessat', 'euidaccess', 'eaccess',
     'stat', 'stat64', 'lstat', 'lstat64', 'fstatat', 'fstatat64',
-    '__xstat', '__xstat64', '__lxstat', '__lxstat64', '__fxstatat', '__fxstatat64', 'statx', 'opendir'])
+    '__xstat', '__xstat64', '__lxstat', '__lxstat64', '__fxstatat', '__fxstatat64', 'statx', 'opendir',
+    'mmap', 'mmap64'])
 
 
 def buildRoot():
@@ -345,7 +347,7 @@ class HeaderTest(unittest.TestCase):
         """libpfm.a beside libpfm.so.3, as libpfm 3.10 installed them: a C
         program links it with `cc ... -lpfm -static` and nothing else (no
         -lstdc++), and it defines nothing global beyond the API (no clash
-        with a program's own symbols, C++ runtime included) but the sysfs
+        with a program's own symbols, C++ runtime included) but the libc
         interposers, weak (so they never clash with libc.a's in a static link)."""
         archive = os.path.join(INSTALLED.lib_dir, 'libpfm.a')
         self.assertTrue(os.path.isfile(archive))
@@ -354,7 +356,7 @@ class HeaderTest(unittest.TestCase):
                    if len(line.split()) == 3 and line.split()[1] in 'TWDBRV']
         names = [name for _, _, name in symbols]
         others = {name: kind for _, kind, name in symbols if not name.startswith('pfm_')}
-        self.assertEqual(sorted(others), SYSFS_INTERPOSED)
+        self.assertEqual(sorted(others), INTERPOSED)
         self.assertEqual(set(others.values()), {'W'})
         self.assertIn('pfm_create_context', names)
         if sanitizeFlags():
@@ -376,13 +378,13 @@ class HeaderTest(unittest.TestCase):
 
     def test_exports_only_the_api(self):
         """gnu_symbol_visibility hidden: the library exports pfm_* functions,
-        the libc calls that answer /sys/kernel/perfmon, and nothing of its
-        C++ insides (no mangled names)."""
+        the libc calls that answer /sys/kernel/perfmon and mmap, and nothing
+        of its C++ insides (no mangled names)."""
         lib = os.path.join(INSTALLED.lib_dir, 'libpfm.so.3')
         dyn = run(['nm', '-D', '--defined-only', lib])
         names = [line.split()[-1] for line in dyn.splitlines() if line.split()[-2] in ('T', 'W', 'D', 'B', 'V')]
         stray = sorted(n for n in names if not n.startswith('pfm_'))
-        self.assertEqual(stray, SYSFS_INTERPOSED, 'exported beyond the API and the sysfs interposers')
+        self.assertEqual(stray, INTERPOSED, 'exported beyond the API and the libc interposers')
         for api in ('pfm_create_context', 'pfm_write_pmcs', 'pfm_write_pmds', 'pfm_read_pmds',
                     'pfm_load_context', 'pfm_start', 'pfm_stop', 'pfm_restart', 'pfm_create_evtsets',
                     'pfm_delete_evtsets', 'pfm_getinfo_evtsets', 'pfm_unload_context', 'pfm_create',

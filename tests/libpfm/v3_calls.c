@@ -42,9 +42,11 @@ int main(void)
 	unsigned int i;
 	int fd;
 
-	/* A sampling format is not offered: refused, and nothing is left. */
+	/* A sampling format pfmfs does not have: refused, and nothing is left
+	 * (smpl_task.c and smpl_refusals.c use the default format). */
 	memset(&smpl, 0, sizeof(smpl));
-	CHECK_ERRNO(pfm_create(PFM_FL_SMPL_FMT, &sif, "default", &smpl, sizeof(smpl)), EOPNOTSUPP);
+	smpl.buf_size = 4096;
+	CHECK_ERRNO(pfm_create(PFM_FL_SMPL_FMT, &sif, "pebs", &smpl, sizeof(smpl)), EINVAL);
 	CHECK_EQ_U64(count_sessions(), 0);
 
 	/* pfm_create tells which registers the session may use. */

@@ -62,15 +62,17 @@ typedef struct {
 
 /*
  * pfm_create(flags, sif) or, with PFM_FL_SMPL_FMT, pfm_create(flags, sif,
- * char *fmt_name, void *fmt_arg, size_t fmt_arg_size). Sampling formats are
- * not offered by pfmfs: PFM_FL_SMPL_FMT fails with EOPNOTSUPP.
+ * char *fmt_name, void *fmt_arg, size_t fmt_arg_size): the session records
+ * samples in that format's buffer (<perfmon/perfmon_dfl_smpl.h>), which
+ * mmap() of the descriptor maps. pfmfs has the "default" format; another
+ * name is EINVAL.
  */
 extern os_err_t pfm_create(int flags, pfarg_sinfo_t *sif, ...);
 
 /* pfm_create() and pfm_create_context() flags */
 #define PFM_FL_NOTIFY_BLOCK	0x01	/* hold the monitored thread until restart */
 #define PFM_FL_SYSTEM_WIDE	0x02	/* monitor a CPU, not a thread */
-#define PFM_FL_SMPL_FMT		0x04	/* a sampling format follows (unsupported) */
+#define PFM_FL_SMPL_FMT		0x04	/* a sampling format follows (pfm_create) */
 #define PFM_FL_OVFL_NO_MSG	0x80	/* mask on notification, queue no message */
 
 /* pfm_write()/pfm_read() register with its value only */

@@ -1,10 +1,13 @@
 /*
- * <perfmon/perfmon_dfl_smpl.h>: the types of perfmon2's default sampling
- * format as libpfm 3.10 declares them, so that programs mentioning them build.
- * pfmfs does not implement sampling buffers: creating a context with a
- * format name (pfm_create_context with smpl_name != NULL, or pfm_create with
- * PFM_FL_SMPL_FMT) fails with EOPNOTSUPP. Overflow notifications (messages
- * on the descriptor, signals) work without a format.
+ * <perfmon/perfmon_dfl_smpl.h>: perfmon2's default sampling format, as
+ * libpfm 3.10 declares it. pfm_create_context(ctx, PFM_DFL_SMPL_NAME, &arg,
+ * sizeof(arg)) (or pfm_create with PFM_FL_SMPL_FMT) makes a session that
+ * writes one entry per counter overflow into a buffer of arg.buf_size bytes
+ * (pfmfs(5), SAMPLING); mmap(NULL, arg.buf_size, PROT_READ, MAP_PRIVATE, fd,
+ * 0) of the descriptor maps it read-only, updated in place as samples
+ * arrive. The notification comes when the buffer is full; pfm_restart()
+ * empties it. The mapping stays readable after close(), until munmap(). See
+ * libpfm-compat(3), "Sampling".
  */
 #ifndef PFMFS_PERFMON_PERFMON_DFL_SMPL_H
 #define PFMFS_PERFMON_PERFMON_DFL_SMPL_H
@@ -31,15 +34,15 @@ typedef struct {
 	uint64_t hdr_cur_offs;		/* offset of the next entry from the buffer start */
 	uint64_t hdr_overflows;		/* times the buffer filled up */
 	uint64_t hdr_buf_size;		/* bytes of the buffer */
-	uint64_t hdr_min_buf_space;	/* room an entry needs (format's own use) */
-	uint32_t hdr_version;		/* format version, PFM_VERSION_MAJOR/MINOR */
+	uint64_t hdr_min_buf_space;	/* room the largest entry needs: 40 + 8 x the PMU's PMDs */
+	uint32_t hdr_version;		/* PFM_DFL_SMPL_VERSION: read with PFM_VERSION_MAJOR/MINOR */
 	uint32_t hdr_buf_flags;		/* buf_flags at creation */
 	uint64_t hdr_reserved[10];	/* unused */
 } pfm_dfl_smpl_hdr_t;
 
 /* one sample: this header, then the sampled PMDs' values in index order */
 typedef struct {
-	uint32_t pid;			/* thread id */
+	uint32_t pid;			/* thread id (perfmon2's name) */
 	uint16_t ovfl_pmd;		/* PMD that overflowed */
 	uint16_t reserved;		/* unused */
 	uint64_t last_reset_val;	/* value the PMD was reset to before */

@@ -91,7 +91,9 @@ typedef struct {
  * returns the session's descriptor (read() gives pfarg_msg_t records, poll
  * works, close() or the process's death destroys the session).
  * - No pfmfs mount found: ENODEV.
- * - A sampling format (smpl_name not NULL) is not offered: EOPNOTSUPP.
+ * - A sampling format: smpl_name "default" with a pfm_dfl_smpl_arg_t and
+ *   its size (<perfmon/perfmon_dfl_smpl.h>); another name, a size that is
+ *   not sizeof(pfm_dfl_smpl_arg_t), or an argument without a name: EINVAL.
  * - A descriptor that is not a context (or no longer is): EBADF.
  * - A vector with count < 0, or NULL with count > 0: EINVAL; count 0 succeeds.
  * - A NULL ctx or load argument: EFAULT, as the kernel's copy of it failed.
