@@ -141,9 +141,9 @@ class FastPathTest(MountTestCase):
         self.assertErrno(errno.EPERM, os.ftruncate, fd, 0)
         with mmap.mmap(fd, 8192, mmap.MAP_SHARED, mmap.PROT_READ) as m:
             count, cur, overflows, buf_size, min_space, version, flags = struct.unpack_from('<QQQQQII', m, 0)
-            # 7 PMDs on the sim's model: the largest entry is 40 + 56 bytes.
+            # The largest entry: 40 bytes and every PMD of the PMU.
             self.assertEqual((count, cur, overflows, buf_size, min_space, version, flags),
-                             (0, 128, 0, 6000, 96, 0x10000, 0))
+                             (0, 128, 0, 6000, 40 + 8 * len(PMU.pmds), 0x10000, 0))
             with open(s.path('smpl_buf'), 'rb') as f:
                 self.assertEqual(m[:6000], f.read())
         answer, got = runAs(TEST_USER, askAndClose, self.sock, f'smpl {s.name}')

@@ -55,7 +55,7 @@ class ShellTest(MountTestCase):
             ls
             ''', pid)
         self.assertEqual(out, (
-            'counts\nctl\nerror\nflags\nmessages\nmode\nmsg\nsets\nstate\n'
+            'counts\nctl\nerror\nflags\nmessages\nmode\nmsg\nsamples\nsets\nsmpl_buf\nsmpl_fmt\nstate\n'
             'sets:\n0\n\nsets/0:\ninfo\npmc0\npmc1\npmc16\npmc2\npmc3\npmd0\npmd1\npmd16\npmd17\npmd18\npmd2\npmd3\n'
             'pmds\nregs\nswitch\n'
             'pmc0 0x1003c\npmc1 0x100c0\npmc16 0x222\n'
@@ -141,7 +141,7 @@ class ShellTest(MountTestCase):
             cat state
             ''', w.pid)
         self.assertEqual(out, (
-            'counts\nctl\nerror\nflags\nmessages\nmode\nmsg\nsets\nstate\n'
+            'counts\nctl\nerror\nflags\nmessages\nmode\nmsg\nsamples\nsets\nsmpl_buf\nsmpl_fmt\nstate\n'
             'sets:\n0\n\nsets/0:\n' + ''.join(f + '\n' for f in PMU.set_files)
             + f'pmc0 {A}\npmc1 {B}\n'
             f'state=active mode=thread target={w.pid} set=0 queued=0 lost=0\n'))
