@@ -316,6 +316,7 @@ TEST(SimInherit, RealAdoptedChildTimeStartsAtItsCreation) {
     if (!io.awaitGo()) return 1;
     io.report(nowNs(CLOCK_THREAD_CPUTIME_ID));
     burnCpu(10 * kMs);
+    io.report(nowNs(CLOCK_THREAD_CPUTIME_ID));
     return 0;
   });
   ASSERT_TRUE(c.ok());
@@ -338,16 +339,23 @@ TEST(SimInherit, RealAdoptedChildTimeStartsAtItsCreation) {
   const auto after = c.report();
   ASSERT_TRUE(after.has_value());
   EXPECT_LE(at_adoption, *after) << "its CPU time, no more";
+  const auto last = c.report();
+  ASSERT_TRUE(last.has_value());
   ASSERT_EQ(c.wait(), 0);
   const ChildEvent* e = takeUntilExited(**t, events, c.pid());
   ASSERT_NE(e, nullptr);
   ASSERT_TRUE(e->final_time_ns.has_value());
+  // The final time is the kernel's task-clock; the adoption read schedstat.
+  // Both count from the creation but on a loaded machine they drift apart by
+  // milliseconds, so each is held only to what it must be: the final time
+  // is counted from the creation, and the frozen time is the later of the
+  // two, no more than the child's own clock said at its end.
   const std::uint64_t final_ns = *e->final_time_ns;
-  EXPECT_GE(final_ns, at_adoption + 8 * kMs);
+  EXPECT_GE(final_ns, 20 * kMs) << "counted from its creation";
   p.childExited(final_ns);
   const std::uint64_t frozen = p.timeNs();
-  EXPECT_GE(frozen, final_ns);
-  EXPECT_LE(frozen, final_ns + 5 * kMs) << "schedstat and task-clock tell the same CPU time";
+  EXPECT_GE(frozen, std::max(final_ns, at_adoption)) << "the exit's time, or the last reading if later";
+  EXPECT_LE(frozen, std::max(final_ns, *last + 5 * kMs)) << "no more than the CPU time it had";
   EXPECT_EQ(p.timeNs(), frozen);
   p.childExited(frozen + 1000 * kMs);  // once only
   EXPECT_EQ(p.timeNs(), frozen);
