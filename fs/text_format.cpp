@@ -113,6 +113,7 @@ std::string formatState(const session::StateInfo& s) {
   if (s.inherit) extra += fmt::format(" followed={} merged={} dropped={}", s.followed, s.merged, s.dropped);
   // A sampling format: the buffer's entries and fills (after every other key: added last).
   if (s.sampling) extra += fmt::format(" smpl_count={} smpl_overflows={}", s.smpl_count, s.smpl_overflows);
+  if (s.sampling && s.smpl_dropped) extra += fmt::format(" smpl_dropped={}", s.smpl_dropped);
   if (s.throttled) extra += fmt::format(" throttled={}", s.throttled);
   return fmt::format("state={} mode={} target={} set={} queued={} lost={}{}\n", session::toString(s.state),
                      session::toString(s.mode), s.target ? fmt::format("{}", *s.target) : std::string("-"), s.set,

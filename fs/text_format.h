@@ -98,7 +98,8 @@ std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, co
 std::string formatEvents(const pmu::PmuDescription& desc);  // name= code=0x.. pmcs=0x.. desc="..."
 std::string formatMode(session::Mode m);                    // "thread\n"
 std::string formatFlags(const session::Flags& f);           // "notify_block no_msg\n", "\n" when none
-// state= mode= target= set= queued= lost=, then the optional keys: [exited=1] ... [smpl_count= smpl_overflows=]
+// state= mode= target= set= queued= lost=, then the optional keys: [exited=1] ... [smpl_count= smpl_overflows=
+// [smpl_dropped=]]
 std::string formatState(const session::StateInfo& s);
 std::string formatCounts(
     const std::vector<session::CountLine>& lines);       // set= pmd= value= enabled_ns= running_ns= scaled=

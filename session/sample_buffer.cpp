@@ -89,6 +89,7 @@ void SampleBuffer::clear() {
 
 void SampleBuffer::reset() {
   overflows_ = 0;
+  dropped_ = 0;
   clear();
 }
 

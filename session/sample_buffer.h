@@ -73,6 +73,10 @@ class SampleBuffer {
   const SamplingSpec& spec() const { return spec_; }
   std::uint64_t count() const { return notes_.size(); }
   std::uint64_t overflows() const { return overflows_; }
+  // Samples not written: overflows taken while the session was masked
+  // (pfmfs(5) SAMPLING, smpl_dropped). Kept like hdr_overflows.
+  void dropped(std::uint64_t n) { dropped_ += n; }
+  std::uint64_t dropped() const { return dropped_; }
   // The memfd's bytes, what the owner's limit counts.
   std::size_t chargedBytes() const { return region_.size(); }
   int fd() const { return region_.fd(); }
@@ -99,6 +103,7 @@ class SampleBuffer {
   SealedRegion region_;
   std::uint64_t cur_offs_ = sizeof(fastpath::DflHeader);
   std::uint64_t overflows_ = 0;
+  std::uint64_t dropped_ = 0;
   bool full_ = false;
   std::vector<Note> notes_;
 };

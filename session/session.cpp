@@ -378,9 +378,12 @@ Status Session::restart() {
     // The notification of a session unloaded while masked may reach the
     // program after the unload (libpfm-compat's signal comes from a thread
     // of its own, a moment after the overflow): its restart is accepted
-    // once, and does nothing.
+    // once, and does nothing but empty a full sampling buffer: the program
+    // read it after the notification, and reads the buffer again after the
+    // end message for the last samples (there are none: it was full).
     if (state_ == State::Unloaded && late_restart_ok_) {
       late_restart_ok_ = false;
+      if (sample_buffer_) sample_buffer_->clear();
       return op.publish();
     }
     return fail(err(EBUSY, "nothing to restart: no overflow notification is pending"));

@@ -71,7 +71,8 @@ struct StateInfo {
   bool sampling = false;
   std::uint64_t smpl_count = 0;
   std::uint64_t smpl_overflows = 0;
-  std::uint64_t throttled = 0;  // perf, while loaded: times the kernel throttled the overflow reports
+  std::uint64_t smpl_dropped = 0;  // overflows taken while masked: no entry
+  std::uint64_t throttled = 0;     // perf, while loaded: times the kernel throttled the overflow reports
 };
 
 struct SetInfo {
@@ -266,6 +267,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void mask() REQUIRES(mutex_);  // stop counting until restart
   void handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) REQUIRES(mutex_);
   void handleUserOverflow(DrivenThread& t, pmu::RegMask pmds, const pmu::HwOverflow& o) REQUIRES(mutex_);
+  pmu::RegMask userVisible(DrivenThread& t, pmu::RegMask pmds) REQUIRES(mutex_);
   void notifyOverflow(DrivenThread& t, pmu::RegMask notify, pmu::RegMask resets, const pmu::HwOverflow& o)
       REQUIRES(mutex_);  // mask, hold, message
   // With a format: one entry per overflowed PMD (session_sampling.cpp).

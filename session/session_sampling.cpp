@@ -110,7 +110,12 @@ RegMask Session::recordSamples(DrivenThread& t, EventSet& s, RegMask pmds, const
       if (live & regBit(d.index)) v = (v & ~d.widthMask()) | (hw_[k] & d.widthMask());
       r.values.push_back(v);
     }
-    if (sample_buffer_->append(r)) return regBit(index);
+    if (sample_buffer_->append(r)) {
+      // Full: the PMDs of this interrupt after it write no entry.
+      const RegMask later = pmds & ~((regBit(index) << 1) - 1);
+      sample_buffer_->dropped(static_cast<std::uint64_t>(std::popcount(later)));
+      return regBit(index);
+    }
   }
   return 0;
 }

@@ -106,6 +106,7 @@ StateInfo Session::state() {
     i.sampling = true;
     i.smpl_count = sample_buffer_->count();
     i.smpl_overflows = sample_buffer_->overflows();
+    i.smpl_dropped = sample_buffer_->dropped();
   }
   op.publishUnreported();
   return i;

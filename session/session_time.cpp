@@ -6,6 +6,7 @@
 // stop and mask applies to all of them at once. The rest of Session is in
 // session.cpp, session_sets_reads.cpp and session_registers.cpp.
 #include <algorithm>
+#include <bit>
 
 #include <fmt/format.h>
 
@@ -186,7 +187,12 @@ void Session::mask() {
 void Session::handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) {
   // A child's interrupt can come after another thread's notification
   // masked the session at the same instant: its carry still counts.
-  if (!counting() && !(!isTarget(t) && state_ == State::Masked)) return;
+  if (!counting() && !(!isTarget(t) && state_ == State::Masked)) {
+    // perf reports overflows late: those of the counters' last moments
+    // before a full buffer masked them come now, and write no sample.
+    if (sample_buffer_ && state_ == State::Masked) sample_buffer_->dropped(std::popcount(userVisible(t, o.pmds)));
+    return;
+  }
   EventSet& s = activeSet();
   std::vector<ThreadPmd>& values = valuesOf(t, s);
   RegMask user = 0;
@@ -208,6 +214,7 @@ void Session::handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) {
   if (!counting()) {
     // Masked already: no second notification; its counters take their
     // short reset, loaded at restart, so that sampling goes on.
+    if (sample_buffer_) sample_buffer_->dropped(std::popcount(user));
     resetPmds(t, s, user, false);
     return;
   }
@@ -223,6 +230,22 @@ void Session::handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) {
     return;
   }
   handleUserOverflow(t, user, o);
+}
+
+// Which of `pmds`' wraps in `t` would be user-visible overflows, changing
+// nothing: those of 64-bit counters and no_emul64 PMDs, and those whose
+// carry would wrap the 64-bit value.
+RegMask Session::userVisible(DrivenThread& t, RegMask pmds) {
+  EventSet& s = activeSet();
+  const std::vector<ThreadPmd>& values = valuesOf(t, s);
+  RegMask user = 0;
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
+    const pmu::PmdDesc& d = desc_.pmds[slot];
+    const RegMask bit = regBit(d.index);
+    if (!(pmds & s.usedPmds() & bit)) continue;
+    if (s.noEmul64(d.index) || d.width >= 64 || (values[slot].value | d.widthMask()) == ~std::uint64_t{0}) user |= bit;
+  }
+  return user;
 }
 
 void Session::handleUserOverflow(DrivenThread& t, RegMask pmds, const pmu::HwOverflow& o) {

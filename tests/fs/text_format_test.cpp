@@ -666,6 +666,11 @@ TEST(Format, State) {
   EXPECT_EQ(formatState(s),
             "state=loaded mode=thread target=0 set=3 queued=2 lost=7 target_exited=1 followed=2 merged=5 dropped=1 "
             "smpl_count=3 smpl_overflows=1 throttled=4\n");
+  // Samples dropped while masked, only when there are some.
+  s.smpl_dropped = 9;
+  EXPECT_EQ(formatState(s),
+            "state=loaded mode=thread target=0 set=3 queued=2 lost=7 target_exited=1 followed=2 merged=5 dropped=1 "
+            "smpl_count=3 smpl_overflows=1 smpl_dropped=9 throttled=4\n");
   session::StateInfo fresh;
   fresh.sampling = true;
   EXPECT_EQ(formatState(fresh),

@@ -186,6 +186,30 @@ TEST(SessionSampling, SimultaneousOverflowsGiveConsecutiveEntriesInPmdOrder) {
   expectEntry(s[1], 1, 100, neg(200), {0});
 }
 
+TEST(SessionSampling, ThePmdsOfTheInterruptAfterTheFullOneAreDropped) {
+  Rig r;
+  r.pmc(0, 0, kCycles);
+  r.pmc(0, 1, kInstructions);
+  r.pmd(0, pmdWrite(0, neg(300)));  // both overflow at t = 100
+  r.pmd(0, pmdWrite(1, neg(200)));
+  // Room for one bare entry: the first fills the buffer.
+  r.ok(r.s().setSampling(dfl(kHeader + kMinSpace + 39)));
+  r.loadAndStart();
+  r.advance(100);
+  auto st = r.state();
+  EXPECT_EQ(st.state, State::Masked);
+  EXPECT_EQ(st.smpl_count, 1u);
+  EXPECT_EQ(st.smpl_overflows, 1u);
+  EXPECT_EQ(st.smpl_dropped, 1u) << "pmd1's overflow of the same interrupt has no room";
+  ASSERT_EQ(r.s().samples().size(), 1u);
+  EXPECT_EQ(r.s().samples()[0].pmd, 0u);
+  r.restart();  // dropped stays, like hdr_overflows, until the next load
+  EXPECT_EQ(r.state().smpl_dropped, 1u);
+  r.unload();
+  r.loadAndStart();
+  EXPECT_EQ(r.state().smpl_dropped, 0u);
+}
+
 TEST(SessionSampling, EntriesNameTheActiveSetAcrossSwitches) {
   Rig r;
   sampleCycles(r);
@@ -248,6 +272,23 @@ TEST(SessionSampling, LoadEmptiesTheBufferAndUnloadKeepsIt) {
   r.loadAndStart();
   EXPECT_EQ(r.state().smpl_count, 0u);
   EXPECT_EQ(r.state().smpl_overflows, 0u);
+}
+
+TEST(SessionSampling, ARestartAfterTheUnloadEmptiesTheFullBuffer) {
+  // The thread ends while its full buffer waits: the program reads the
+  // buffer at the notification, restarts late, and reads it again after the
+  // end message for the last samples. None: the restart emptied it.
+  Rig r;
+  sampleCycles(r);
+  r.ok(r.s().setSampling(dfl(kHeader + kMinSpace + 48)));
+  r.loadAndStart();
+  r.advance(200);  // full
+  EXPECT_EQ(r.state().state, State::Masked);
+  r.unload();
+  EXPECT_EQ(r.s().samples().size(), 2u);
+  r.restart();  // accepted once after the unload
+  EXPECT_EQ(r.s().samples().size(), 0u);
+  EXPECT_EQ(r.state().smpl_overflows, 1u);
 }
 
 TEST(SessionSampling, TheFormatsRefusalsChangeNothing) {
