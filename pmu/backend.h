@@ -31,6 +31,12 @@ struct Target {
   // threads and processes the target creates, and theirs, recursively
   // (TargetPmu::takeChildEvents). Only with Backend::inheritance() != None.
   bool inherit = false;
+  // The session records samples (pfmfs(5), SAMPLING): its overflows come
+  // often and need not each be taken at once, since the engine takes what
+  // is pending at every catch-up (its tick, and every read). A backend may
+  // then batch its overflow reports: perf wakes pfmfsd per overflow
+  // otherwise, which the sampled thread pays for.
+  bool sampling = false;
 };
 
 // How a backend follows a thread's children (the `inherit` flag).

@@ -166,6 +166,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     if (!pmu::cpuOnline(target)) return fail(err(EINVAL, "cpu {} is not online", target));
     t = pmu::Target{pmu::TargetKind::Cpu, target};
   }
+  t.sampling = sample_buffer_ != nullptr;
   if (Status s = engine_.claimTarget(mode_, target, shared_from_this()); !s) return fail(s.error());
   // The backend holds us weakly: its threads may call after we are gone.
   std::shared_ptr<pmu::TargetListener> listener(shared_from_this(), static_cast<pmu::TargetListener*>(this));

@@ -27,6 +27,10 @@ constexpr std::size_t kRingPages = 1;
 // pages hold some 70 children's lives with one set of 8 counters, 10 with
 // eight such sets, between two takes.
 constexpr std::size_t kInheritRingPages = 8;
+// A sampling session takes its records at the engine's tick, not at each
+// overflow (Target::sampling): 16 pages hold some 1300 samples, 130 ms at
+// 10 000 a second, for a daemon kept off the cpu by busy sampled threads.
+constexpr std::size_t kSamplingRingPages = 16;
 
 }  // namespace
 
@@ -96,9 +100,10 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
     if (!ids) return ids.error();
     tgid = ids->tgid;
     pid = target.id;
-    if (target.inherit) {
+    if (target.inherit && !target.sampling) {
       // Every task record of the children wakes the poller, not only a
-      // full half of the ring.
+      // full half of the ring. Not when sampling: the samples share the
+      // ring, and the tick takes the task records with them.
       a.watermark = 1;
       a.wakeup_watermark = 1;
     }
@@ -115,7 +120,11 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
                target.kind == TargetKind::Thread ? "thread" : "cpu", target.id, anchor.error().reason, paranoidHint());
   }
   auto ring = std::make_unique<RingBuffer>();
-  if (Status s = ring->map(anchor->get(), target.inherit ? kInheritRingPages : kRingPages); !s) return s.error();
+  if (Status s = ring->map(anchor->get(), target.sampling  ? kSamplingRingPages
+                                          : target.inherit ? kInheritRingPages
+                                                           : kRingPages);
+      !s)
+    return s.error();
   std::unique_ptr<TreeFollower> tree;
   if (target.inherit) {
     auto t = TreeFollower::open(target.id, anchor->get(), desc_, *poller_, listener);

@@ -328,7 +328,10 @@ class PerfTarget final : public TargetPmu {
       a.read_format = kGroupReadFormat;
       a.sample_period = c.period;
       a.sample_type = kSampleType;
-      a.wakeup_events = 1;
+      // One wakeup per overflow, except when sampling: there the wakeup's
+      // irq_work and IPI would cost the sampled thread more than the
+      // sample itself, and the engine's tick takes the records instead.
+      a.wakeup_events = target_.sampling ? 0 : 1;
       const int leader = g.counters.empty() ? -1 : g.counters.front().fd.get();
       auto fd = openEvent(a, pid, cpu, leader);
       if (!fd) {
