@@ -31,6 +31,9 @@ std::shared_ptr<SessionEntry> Filesystem::fastEntry(uid_t uid, std::string_view 
 }
 
 Result<pmu::Fd> Filesystem::fastPage(uid_t uid, std::string_view name) {
+  if (!engine_.backend().mappedReads())
+    return err(EOPNOTSUPP, "the {} backend has no mapped reads: read the counts through the mount",
+               engine_.backend().name());
   Error why;
   auto e = fastEntry(uid, name, why);
   if (!e) return why;

@@ -228,14 +228,13 @@ int serve(DaemonOptions& o) {
     filesystem.threadExited(tid);
   });
   filesystem.setWatcher(&watcher);
-  // libpfm-compat's mapped reads: without the socket, the mount alone. Not
-  // for a backend whose counts a page cannot say how to read (x86's live in
-  // the helper module's per-thread images): asking for it would only cost
-  // each new context a round trip (docs/libpfm-compat.md, The fast path).
+  // libpfm-compat's socket: mapped reads (a backend whose counts a page can
+  // say how to read: not x86, whose live in the helper module's per-thread
+  // images; pmu/info then has no `fastpath` feature, and the socket refuses
+  // `page`) and sampling buffers (every backend). Without it, the mount alone
+  // (docs/libpfm-compat.md, The fast path).
   std::unique_ptr<FastPathServer> fastpath;
-  if (!(*backend)->mappedReads()) {
-    log(LogLevel::Debug, "no fast path for libpfm-compat on {}: its reads go through the mount", (*backend)->name());
-  } else if (auto s = FastPathServer::start(filesystem, FastPathServer::Limits{o.fastpath_deadline_ms}); s) {
+  if (auto s = FastPathServer::start(filesystem, FastPathServer::Limits{o.fastpath_deadline_ms}); s) {
     fastpath = std::move(*s);
     filesystem.setFastPathEndpoint(fastpath->endpoint());
   } else {

@@ -65,8 +65,10 @@ std::string formatPmuInfo(const pmu::Backend& backend, std::uint64_t tick_ns, co
     if (!features.empty()) features += ',';
     features += f;
   }
+  // The socket answers on every backend (sampling buffers); the feature
+  // says that it maps counts too.
   const bool fast_path = !fastpath.name.empty();
-  if (fast_path) features += features.empty() ? "fastpath" : ",fastpath";
+  if (fast_path && backend.mappedReads()) features += features.empty() ? "fastpath" : ",fastpath";
   std::string fast =
       fast_path ? fmt::format(" fastpath={} fastpath_pid={} fastpath_uid={}", fastpath.name, fastpath.pid, fastpath.uid)
                 : std::string();

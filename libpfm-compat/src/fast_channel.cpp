@@ -47,7 +47,7 @@ std::atomic<bool> g_none{false};  // pmu/info said: no fast path
 bool readEndpoint(Endpoint* ep);
 
 bool sameEndpoint(const Endpoint& a, const Endpoint& b) {
-  return a.pid == b.pid && a.uid == b.uid && strcmp(a.name, b.name) == 0;
+  return a.pid == b.pid && a.uid == b.uid && a.mapped_reads == b.mapped_reads && strcmp(a.name, b.name) == 0;
 }
 
 void keep(const Endpoint& ep) {
@@ -82,6 +82,22 @@ bool fastPathEndpoint(Endpoint* out, bool fresh) {
 
 namespace {
 
+// Whether pmu/info's features= list names `feature`.
+bool hasFeature(const Line& line, const char* feature) {
+  Line list;
+  if (!findWord(line, "features", &list)) return false;
+  const size_t n = strlen(feature);
+  const char* p = list.begin;
+  const char* end = list.begin + list.size;
+  while (p < end) {
+    const char* comma = static_cast<const char*>(memchr(p, ',', size_t(end - p)));
+    const char* stop = comma ? comma : end;
+    if (size_t(stop - p) == n && memcmp(p, feature, n) == 0) return true;
+    p = stop + 1;
+  }
+  return false;
+}
+
 bool readEndpoint(Endpoint* ep) {
   const char* mount = mountPath();
   if (!mount) return false;
@@ -112,6 +128,7 @@ bool readEndpoint(Endpoint* ep) {
   ep->name[name.size] = '\0';
   ep->pid = int32_t(p_);
   ep->uid = uint32_t(u_);
+  ep->mapped_reads = hasFeature(line, "fastpath");
   return true;
 }
 

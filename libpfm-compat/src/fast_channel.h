@@ -31,11 +31,12 @@ struct Endpoint {
   char name[112];  // '@' and the abstract name
   int32_t pid;
   uint32_t uid;
+  bool mapped_reads;  // the `fastpath` feature: it hands out the counts' page (not on x86)
 };
 
 // The daemon's endpoint, from the mount's pmu/info: false when the daemon
-// offers no fast path (no `fastpath` feature), names no pid and uid, or the
-// file is unreadable. The answer is kept for the process, as the mount's
+// runs no socket (no fastpath= key), names no pid and uid, or the file is
+// unreadable. The answer is kept for the process, as the mount's
 // path is; fresh = true reads the file again (a new daemon on the mount has
 // a new socket) and keeps what it read in place of the old, if it differs.
 bool fastPathEndpoint(Endpoint* out, bool fresh = false);

@@ -97,7 +97,7 @@ const fp::Page* FastPath::page(const Context& c) {
   // One try per context: a daemon without the fast path, or one that says
   // no, is not asked again.
   page_state_ = PageState::Unavailable;
-  if (!fastPathEndpoint(&endpoint_)) return nullptr;
+  if (!fastPathEndpoint(&endpoint_) || !endpoint_.mapped_reads) return nullptr;
   char request[80];
   TextBuilder t(request, sizeof request);
   t.add("page ").add(c.name());

@@ -152,15 +152,17 @@ class PmuTable:
         return self.pmc(self.event_b)
 
 
-# pmu/info's end when pfmfsd offers libpfm-compat's fast path: the feature,
-# the socket's name, which differs from one daemon to the next, and who
-# listens on it.
+# pmu/info's end when pfmfsd offers libpfm-compat's fast path: the feature
+# (mapped reads: not on x86), the socket's name, which differs from one
+# daemon to the next, and who listens on it (every backend: the sampling
+# buffers).
 FASTPATH_INFO = re.compile(r',fastpath( tick_ns=\d+) fastpath=@pfmfs-fastpath\.\d+\.[0-9a-f]{16} fastpath_pid=\d+ fastpath_uid=\d+\n$')
+SOCKET_INFO = re.compile(r'( tick_ns=\d+) fastpath=@pfmfs-fastpath\.\d+\.[0-9a-f]{16} fastpath_pid=\d+ fastpath_uid=\d+\n$')
 
 
 def baseInfo(text):
     """pmu/info without the fast path's feature and socket name."""
-    return FASTPATH_INFO.sub(r'\1\n', text)
+    return SOCKET_INFO.sub(r'\1\n', FASTPATH_INFO.sub(r'\1\n', text))
 
 
 SIM_PMU = PmuTable(

@@ -7,11 +7,13 @@
 # (--max-smpl-bytes-per-user) and that the files are the owner's alone.
 import errno
 import os
+import re
 import struct
 
 import pfmfs_mount
 from pfmfs_mount import (PMU, TEST_USER, TEST_USER2, MountTestCase, attempt, exactEvents, neg, onlineCpus, ovflLine,
-                         parseKv, runAs, simIp, simOnly, stateLine, waitFor)
+                         parseKv, runAs, simIp, simOnly, stateLine, waitFor, X86)
+from test_fastpath import askAndClose
 
 # pfm_dfl_smpl_hdr_t and pfm_dfl_smpl_entry_t (<perfmon/perfmon_dfl_smpl.h>).
 HDR = struct.Struct('<QQQQQII80s')
@@ -329,6 +331,24 @@ class SamplingPermissionsTest(MountTestCase):
         # Even the owner does not write the buffer or the samples.
         for rel in ('smpl_buf', 'samples'):
             self.assertEqual(runAs(TEST_USER, attempt, s.write, rel, 'x'), errno.EACCES, rel)
+
+    def test_the_socket_maps_the_buffer_for_its_owner_on_every_backend(self):
+        # libpfm-compat's mmap of a context takes the buffer from the fast
+        # path's socket, which runs on every backend; on x86 it refuses the
+        # mapped reads' page, which the backend cannot serve.
+        sock = re.search(r' fastpath=@(\S+) fastpath_pid=\d+ fastpath_uid=\d+\n$', self.m.read('pmu/info')).group(1)
+        s = self.userSession(TEST_USER)
+        runAs(TEST_USER, s.write, 'smpl_fmt', 'default buf_size=4096\n')
+        answer, got = runAs(TEST_USER, askAndClose, sock, f'smpl {s.name}')
+        self.assertEqual((answer, got), ('ok', True))
+        answer, got = runAs(TEST_USER2, askAndClose, sock, f'smpl {s.name}')
+        self.assertEqual((answer, got), (f'err {errno.EACCES} session {s.name} is not yours', False))
+        answer, got = runAs(TEST_USER, askAndClose, sock, f'page {s.name}')
+        if X86:
+            self.assertEqual((answer, got), (f'err {errno.EOPNOTSUPP} the x86 backend has no mapped reads: '
+                                             'read the counts through the mount', False))
+        else:
+            self.assertEqual((answer, got), ('ok', True))
 
 
 if __name__ == '__main__':
