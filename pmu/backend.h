@@ -84,6 +84,11 @@ struct HwOverflow {
   // When it happened, in ns of the backend's clock (a sample's tstamp,
   // pfmfs(5) SAMPLING); 0: unknown, the engine uses the target's time.
   std::uint64_t time_ns = 0;
+  // The counters' hardware bits at the overflow, by PMD slot, for the PMDs
+  // of `read_pmds` (perf: the sample's group read). A sample records these
+  // rather than the counters as they are when the engine takes it.
+  RegMask read_pmds = 0;
+  std::vector<std::uint64_t> read_values;
 };
 
 // How a backend tells the engine that something happened on its own threads

@@ -92,8 +92,14 @@ RegMask Session::recordSamples(DrivenThread& t, EventSet& s, RegMask pmds, const
   RegMask wanted = 0;
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot)
     if (pmds & regBit(desc_.pmds[slot].index)) wanted |= s.pmd(slot).smpl_pmds;
+  // perf's sample carries them (HwOverflow::read_pmds); the others are read
+  // now, which on the sim and x86 is still the interrupt's instant.
   RegMask live = wanted & s.usedPmds();
-  if (live) readHw(t, live);
+  const RegMask carried = o.read_values.size() == desc_.pmds.size() ? live & o.read_pmds : 0;
+  hw_.resize(desc_.pmds.size());
+  if (RegMask now = live & ~carried) readHw(t, now);
+  for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot)
+    if (carried & regBit(desc_.pmds[slot].index)) hw_[slot] = o.read_values[slot];
   for (std::size_t slot = 0; slot < desc_.pmds.size(); ++slot) {
     const unsigned index = desc_.pmds[slot].index;
     if (!(pmds & regBit(index))) continue;

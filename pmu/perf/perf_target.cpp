@@ -232,6 +232,7 @@ class PerfTarget final : public TargetPmu {
       if (r.lost == 0) {
         o.pid = static_cast<pid_t>(r.pid);
         o.tid = static_cast<pid_t>(r.tid);
+        readValues(r, o);
       } else if (target_.kind == TargetKind::Thread) {
         o.pid = tgid_;
         o.tid = target_.id;
@@ -327,7 +328,7 @@ class PerfTarget final : public TargetPmu {
       perf_event_attr a = counterAttr(ev, g.counters.empty());
       a.read_format = kGroupReadFormat;
       a.sample_period = c.period;
-      a.sample_type = kSampleType;
+      a.sample_type = target_.sampling && !target_.inherit ? kSampleReadType : kSampleType;
       // One wakeup per overflow, except when sampling: there the wakeup's
       // irq_work and IPI would cost the sampled thread more than the
       // sample itself, and the engine's tick takes the records instead.
@@ -383,6 +384,22 @@ class PerfTarget final : public TargetPmu {
     for (Counter& c : current_->counters)
       if (c.id == id) return &c;
     return nullptr;
+  }
+
+  // The sample's group read as the engine's values: each member counted
+  // from its last load or reload. A member loaded since the overflow (the
+  // record is older than its `ref`) is left to a read now.
+  void readValues(const OverflowRecord& r, HwOverflow& o) const {
+    if (r.nread == 0 || !current_) return;
+    for (std::uint32_t i = 0; i < r.nread; ++i) {
+      const auto [id, count] = r.read[i];
+      for (const Counter& c : current_->counters) {
+        if (c.id != id || count < c.ref) continue;
+        if (o.read_values.empty()) o.read_values.assign(desc_.pmds.size(), 0);
+        o.read_values[c.slot] = c.base + (count - c.ref);
+        o.read_pmds |= regBit(desc_.pmds[c.slot].index);
+      }
+    }
   }
 
   // The events a set's image asks for, by PMD slot.

@@ -186,6 +186,15 @@ void RingBuffer::take(std::vector<OverflowRecord>& out, std::vector<TaskRecord>*
       r.tid = u32At(20);
       r.time_ns = u64At(24);
       r.cpu = u32At(32);
+      // PERF_SAMPLE_READ's group, when the event asked for it (the record
+      // is then longer): nr, time_enabled, time_running, {value, id}[nr].
+      if (h.size >= sizeof h + 64) {
+        const std::uint64_t nr = u64At(40);
+        if (nr <= kMaxSampleRead && h.size == sizeof h + 64 + 16 * nr) {
+          r.nread = static_cast<std::uint32_t>(nr);
+          for (std::uint64_t i = 0; i < nr; ++i) r.read[i] = {u64At(64 + 16 * i + 8), u64At(64 + 16 * i)};
+        }
+      }
       out.push_back(r);
     } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
       OverflowRecord r;

@@ -7,6 +7,7 @@
 #include <linux/perf_event.h>
 #include <sys/types.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -64,13 +65,22 @@ Result<std::uint64_t> readCount(int fd);
 // tick; overflows go unreported until the next tick).
 inline constexpr std::uint64_t kSampleType =
     PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+// A sampling session's counters also ask for the group's values at the
+// overflow (PERF_SAMPLE_READ, read_format kGroupReadFormat): the PMDs a
+// sample records, as they were then. Not with inherit: Linux before 6.12
+// refuses PERF_SAMPLE_READ on an inherited event.
+inline constexpr std::uint64_t kSampleReadType = kSampleType | PERF_SAMPLE_READ;
+inline constexpr std::size_t kMaxSampleRead = 16;  // members a sample's group read may carry
 struct OverflowRecord {
   std::uint64_t id = 0;  // the event (PERF_EVENT_IOC_ID)
   std::uint64_t ip = 0;
   std::uint32_t pid = 0, tid = 0, cpu = 0;
   std::uint64_t time_ns = 0;  // the kernel's perf clock at the sample (a sampling entry's tstamp)
-  std::uint64_t lost = 0;     // PERF_RECORD_LOST: samples the kernel could not store; no ip
-  bool throttled = false;     // PERF_RECORD_THROTTLE: the kernel stopped reporting this event's overflows for a while
+  // PERF_SAMPLE_READ: each member's count at the overflow, with its id.
+  std::uint32_t nread = 0;
+  std::array<std::pair<std::uint64_t, std::uint64_t>, kMaxSampleRead> read{};  // (id, count)
+  std::uint64_t lost = 0;  // PERF_RECORD_LOST: samples the kernel could not store; no ip
+  bool throttled = false;  // PERF_RECORD_THROTTLE: the kernel stopped reporting this event's overflows for a while
 };
 
 // What a followed thread did (events opened with attr.task, attr.inherit and
