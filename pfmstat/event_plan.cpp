@@ -125,7 +125,7 @@ std::string SetPlan::regs() const {
       out += fmt::format("pmc{} {}\n", c.pmd, c.pmc_value);
   }
   if (fixed_ctrl) out += fmt::format("pmc{} {:#x}\n", kFixedCtrl, fixed_ctrl);
-  return out;
+  return out + pmd_lines;
 }
 
 std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInfo& info,

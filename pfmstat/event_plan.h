@@ -45,6 +45,7 @@ struct Placed {
 
 struct SetPlan {
   std::vector<Placed> counters;  // in the order the user named them
+  std::string pmd_lines;         // more `pmdK ...` lines after the PMCs (record: the sampling period)
 
   // The set's registers as one `regs` write (pfmfs(5), sets/N/regs).
   std::string regs() const;

@@ -5,10 +5,40 @@
 
 #include "pfmstat/errors.h"
 #include "pfmstat/options.h"
+#include "pfmstat/record.h"
+#include "pfmstat/record_options.h"
 #include "pfmstat/run.h"
+
+namespace {
+
+// `pfmstat record ...` and `pfmstat report ...`: the first word selects the
+// mode (a program named record runs with `pfmstat -- record`).
+int subcommand(int argc, char** argv) {
+  using namespace pfmstat;
+  bool is_record = std::strcmp(argv[1], "record") == 0;
+  try {
+    if (is_record) {
+      RecordOptions o = parseRecordOptions(argc - 1, argv + 1);
+      if (o.help) return std::fputs(recordUsage().c_str(), stdout) < 0 ? kExitRun : 0;
+      return record(o);
+    }
+    ReportOptions o = parseReportOptions(argc - 1, argv + 1);
+    if (o.help) return std::fputs(reportUsage().c_str(), stdout) < 0 ? kExitRun : 0;
+    int status = report(o, stdout);
+    if (std::fflush(stdout) != 0 && status == 0) status = kExitRun;
+    return status;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "pfmstat %s: %s\n", is_record ? "record" : "report", e.what());
+    return kExitUsage;
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace pfmstat;
+  if (argc > 1 && (std::strcmp(argv[1], "record") == 0 || std::strcmp(argv[1], "report") == 0))
+    return subcommand(argc, argv);
   Options options;
   try {
     options = parseOptions(argc, argv);

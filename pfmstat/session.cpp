@@ -76,5 +76,7 @@ void Session::stop() {
 
 std::string Session::counts() const { return readFile(dir_ + "/counts"); }
 std::string Session::state() const { return readFile(dir_ + "/state"); }
+void Session::write(const std::string& rel, const std::string& text) const { put<UsageError>(rel, text); }
+std::string Session::read(const std::string& rel) const { return readFile(dir_ + "/" + rel); }
 
 }  // namespace pfmstat

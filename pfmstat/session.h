@@ -32,6 +32,16 @@ class Session {
 
   std::string counts() const;
   std::string state() const;
+
+  // Any other file of the session: `smpl_fmt` before the load, `restart`
+  // on `ctl`, `smpl_buf` (record). A refused write is a UsageError with
+  // the mount's reason; a failed read a RunError.
+  void write(const std::string& rel, const std::string& text) const;
+  std::string read(const std::string& rel) const;
+  const std::string& dir() const { return dir_; }
+
+  // `messages`, open O_NONBLOCK: record polls it and reads its lines.
+  int messagesFd() const { return messages_fd_; }
   const std::string& name() const { return name_; }
 
  private:

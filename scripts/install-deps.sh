@@ -10,6 +10,7 @@ packages=(
   meson ninja-build g++ pkg-config python3
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libfuse3-dev fuse3 libcap-ng-dev
+  libdw-dev  # pfmstat report: symbols of the recorded programs (elfutils' libdwfl)
   passwd util-linux procps
   linux-perf
   clang libclang-rt-14-dev
