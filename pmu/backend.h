@@ -89,6 +89,11 @@ struct HwOverflow {
   // rather than the counters as they are when the engine takes it.
   RegMask read_pmds = 0;
   std::vector<std::uint64_t> read_values;
+  // A followed child's overflow that the backend counts itself
+  // (Inheritance::Aggregate: perf's inherited events): a sample of `pid`
+  // and `tid` for a sampling session, and nothing else. The counts are the
+  // kernel's, its copy re-arms itself; the recorded PMDs are unknown (0).
+  bool child_sample = false;
 };
 
 // How a backend tells the engine that something happened on its own threads

@@ -268,6 +268,7 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   void handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) REQUIRES(mutex_);
   void handleUserOverflow(DrivenThread& t, pmu::RegMask pmds, const pmu::HwOverflow& o) REQUIRES(mutex_);
   pmu::RegMask userVisible(DrivenThread& t, pmu::RegMask pmds) REQUIRES(mutex_);
+  void handleChildSample(DrivenThread& t, const pmu::HwOverflow& o) REQUIRES(mutex_);
   void notifyOverflow(DrivenThread& t, pmu::RegMask notify, pmu::RegMask resets, const pmu::HwOverflow& o)
       REQUIRES(mutex_);  // mask, hold, message
   // With a format: one entry per overflowed PMD (session_sampling.cpp).

@@ -76,6 +76,19 @@ Result<std::pair<pmu::Fd, std::uint64_t>> Session::sampleBufferFd() {
   return std::make_pair(std::move(fd), sample_buffer_->spec().buf_size);
 }
 
+// A followed child's overflow that the backend counted itself (perf): an
+// entry, and the buffer-full notification if it fills; no carry, no reset
+// (its counts and its period are the kernel's).
+void Session::handleChildSample(DrivenThread& t, const pmu::HwOverflow& o) {
+  if (!sample_buffer_) return;
+  if (!counting()) {
+    if (state_ == State::Masked) sample_buffer_->dropped(static_cast<std::uint64_t>(std::popcount(o.pmds)));
+    return;
+  }
+  EventSet& s = activeSet();
+  if (RegMask notify = recordSamples(t, s, o.pmds & s.usedPmds(), o)) notifyOverflow(t, notify, 0, o);
+}
+
 // One entry per PMD of `pmds` in increasing number, until the buffer fills.
 RegMask Session::recordSamples(DrivenThread& t, EventSet& s, RegMask pmds, const pmu::HwOverflow& o) {
   SampleRecord& r = record_;
@@ -94,7 +107,8 @@ RegMask Session::recordSamples(DrivenThread& t, EventSet& s, RegMask pmds, const
     if (pmds & regBit(desc_.pmds[slot].index)) wanted |= s.pmd(slot).smpl_pmds;
   // perf's sample carries them (HwOverflow::read_pmds); the others are read
   // now, which on the sim and x86 is still the interrupt's instant.
-  RegMask live = wanted & s.usedPmds();
+  // A child's sample on perf: its values are the kernel's, unknown here (0).
+  RegMask live = o.child_sample ? 0 : wanted & s.usedPmds();
   const RegMask carried = o.read_values.size() == desc_.pmds.size() ? live & o.read_pmds : 0;
   hw_.resize(desc_.pmds.size());
   if (RegMask now = live & ~carried) readHw(t, now);
@@ -112,7 +126,7 @@ RegMask Session::recordSamples(DrivenThread& t, EventSet& s, RegMask pmds, const
     for (std::size_t k = 0; k < desc_.pmds.size(); ++k) {
       const pmu::PmdDesc& d = desc_.pmds[k];
       if (!(p.smpl_pmds & regBit(d.index))) continue;
-      std::uint64_t v = values[k].value;
+      std::uint64_t v = o.child_sample ? 0 : values[k].value;
       if (live & regBit(d.index)) v = (v & ~d.widthMask()) | (hw_[k] & d.widthMask());
       r.values.push_back(v);
     }

@@ -185,6 +185,7 @@ void Session::mask() {
 // A counter wrapped at 2^width: the software bits grow by 2^width. A wrap of
 // the 64-bit value (or any wrap under no_emul64) is a user-visible overflow.
 void Session::handleHwOverflow(DrivenThread& t, const pmu::HwOverflow& o) {
+  if (o.child_sample) return handleChildSample(t, o);
   // A child's interrupt can come after another thread's notification
   // masked the session at the same instant: its carry still counts.
   if (!counting() && !(!isTarget(t) && state_ == State::Masked)) {

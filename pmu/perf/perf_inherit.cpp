@@ -198,7 +198,12 @@ void TreeFollower::close(std::vector<TreeEvent>& group) {
   group.clear();
 }
 
-Status TreeFollower::put(std::uint16_t set, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted) {
+Status TreeFollower::put(std::uint16_t set, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted,
+                         std::span<const std::uint64_t> periods) {
+  if (!periods.empty()) {
+    if (!sampler_) sampler_ = std::make_unique<ChildSampler>(tid_, desc_);
+    if (Status s = sampler_->put(set, wanted, periods); !s) return s;
+  }
   if (has(set, wanted)) return {};
   std::vector<TreeEvent>& g = groups_[set];
   close(g);
@@ -231,12 +236,22 @@ Status TreeFollower::put(std::uint16_t set, const std::vector<std::pair<std::siz
   return {};
 }
 
+std::optional<std::size_t> TreeFollower::sampledSlot(std::uint16_t set, std::uint64_t id) const {
+  return sampler_ ? sampler_->slotOf(set, id) : std::nullopt;
+}
+
+void TreeFollower::takeSamples(std::vector<OverflowRecord>& out) {
+  if (sampler_) sampler_->take(out);
+}
+
 void TreeFollower::enable(std::uint16_t set) {
+  if (sampler_) sampler_->enable(set);
   auto it = groups_.find(set);
   if (it != groups_.end() && !it->second.empty()) (void)enableEvent(it->second.front().fd.get(), false);
 }
 
 void TreeFollower::disable(std::uint16_t set) {
+  if (sampler_) sampler_->disable(set);
   auto it = groups_.find(set);
   if (it != groups_.end() && !it->second.empty()) (void)disableEvent(it->second.front().fd.get(), false);
 }

@@ -33,12 +33,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "pmu/backend.h"
 #include "pmu/fd.h"
+#include "pmu/perf/child_sampler.h"
 #include "pmu/perf/perf_models.h"
 #include "pmu/perf_event/perf_event.h"
 #include "pmu/result.h"
@@ -147,7 +150,15 @@ class TreeFollower {
   // Makes `set`'s tree group count `wanted`, disabled: reopens it if its
   // events changed. The owner takes the records written so far first, so
   // that the ledger knows which children were created before the change.
-  Status put(std::uint16_t set, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted);
+  // `periods` (by slot, or empty): a sampling session's PMDs that sample
+  // the children too (child_sampler.h), with the period each copy re-arms
+  // itself with; taken when the set's events are first opened.
+  Status put(std::uint16_t set, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted,
+             std::span<const std::uint64_t> periods = {});
+  // The slot of `set`'s child-sampling event `id`, if it is one.
+  std::optional<std::size_t> sampledSlot(std::uint16_t set, std::uint64_t id) const;
+  // The children's samples written since the last call (ChildSampler).
+  void takeSamples(std::vector<OverflowRecord>& out);
   void enable(std::uint16_t set);
   void disable(std::uint16_t set);
 
@@ -171,6 +182,7 @@ class TreeFollower {
   std::uint64_t watch_key_ = 0;
   std::map<std::uint16_t, std::vector<TreeEvent>> groups_;  // by set; the first event leads
   ChildLedger ledger_;
+  std::unique_ptr<ChildSampler> sampler_;  // a sampling session's
 };
 
 }  // namespace pfmfs::pmu::perf

@@ -14,6 +14,7 @@
 
 #include "pmu/host_info.h"
 #include "pmu/perf/perf_inherit.h"
+#include "pmu/perf/sample_records.h"
 #include "pmu/perf_event/perf_event.h"
 #include "pmu/perf_event/perf_poller.h"
 
@@ -21,9 +22,6 @@ namespace pfmfs::pmu::perf {
 
 namespace {
 
-// perf refuses sample periods with bit 63 set; a counter that is this far
-// from its wrap samples "never" in practice (292 years of nanoseconds).
-constexpr std::uint64_t kMaxPeriod = (std::uint64_t{1} << 63) - 1;
 // A PERF_RECORD_LOST is replayed as at most this many overflows.
 constexpr std::uint64_t kMaxLostReplay = 1024;
 // Group ids (FastGroup::id), unique in the daemon.
@@ -33,13 +31,6 @@ std::uint64_t monotonicNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-// Events from the value `bits` to its 64-bit wrap, as a perf sample period.
-std::uint64_t periodFor(std::uint64_t bits) {
-  std::uint64_t dist = std::uint64_t{0} - bits;  // 2^64 - bits
-  if (bits == 0 || dist > kMaxPeriod) return kMaxPeriod;
-  return dist;
 }
 
 // The PMU of one thread or CPU as perf sees it.
@@ -76,7 +67,7 @@ class PerfTarget final : public TargetPmu {
     dropPending();
     current_set_ = image.set;
     if (tree_) {
-      if (Status s = tree_->put(image.set, wanted); !s) {
+      if (Status s = tree_->put(image.set, wanted, treePeriods(image)); !s) {
         current_ = nullptr;
         return s;
       }
@@ -206,7 +197,10 @@ class PerfTarget final : public TargetPmu {
       OverflowRecord r = pending_.front();
       pending_.pop_front();
       Counter* c = counterById(r.id);
-      if (!c) continue;  // an event of a set that is not loaded, or closed since
+      if (!c) {
+        if (auto o = childSample(r)) return o;
+        continue;  // an event of a set that is not loaded, or closed since
+      }
       if (r.throttled) {
         ++throttled_;
         // Overflows during the throttle went unreported: where the kernel's
@@ -287,7 +281,7 @@ class PerfTarget final : public TargetPmu {
     // The ledger must know which children were created before the events change.
     drain();
     for (const SetImage& image : sets)
-      if (Status s = tree_->put(image.set, wantedBy(image)); !s) return s;
+      if (Status s = tree_->put(image.set, wantedBy(image), treePeriods(image)); !s) return s;
     return {};
   }
 
@@ -386,6 +380,25 @@ class PerfTarget final : public TargetPmu {
     return nullptr;
   }
 
+  // A sampling session's tree group samples the children (TreeFollower::put).
+  std::vector<std::uint64_t> treePeriods(const SetImage& image) const {
+    return target_.sampling ? childPeriods(image.pmd_bits) : std::vector<std::uint64_t>{};
+  }
+
+  // A record of the tree group's: a child's sample (its copy overflowed).
+  // The target's own overflows of those events are its group's to report.
+  std::optional<HwOverflow> childSample(const OverflowRecord& r) {
+    if (!tree_) return std::nullopt;
+    auto slot = tree_->sampledSlot(current_set_, r.id);
+    if (!slot) return std::nullopt;
+    if (r.throttled) {
+      ++throttled_;
+      return std::nullopt;
+    }
+    if (r.lost == 0 && r.tid == static_cast<std::uint32_t>(target_.id)) return std::nullopt;
+    return childSampleOf(r, desc_.pmds[*slot].index);
+  }
+
   // The sample's group read as the engine's values: each member counted
   // from its last load or reload. A member loaded since the overflow (the
   // record is older than its `ref`) is left to a read now.
@@ -416,6 +429,7 @@ class PerfTarget final : public TargetPmu {
   // overflows of the event it names), task records into the ledger.
   void drain() {
     ring_->take(records_, tree_ ? &tasks_ : nullptr);
+    if (tree_) tree_->takeSamples(records_);
     for (const auto& r : records_) {
       if (r.lost == 0) {
         pending_.push_back(r);

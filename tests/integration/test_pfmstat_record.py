@@ -10,11 +10,14 @@
 #     not pfmstat data, with the line; record's usage errors (status 2)
 #   - on perf, a real program: progs/busy_functions' hot_spin has most of
 #     its task-clock samples, by name, in its own shared object
+import hashlib
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
+import urllib.request
 
 import pfmfs_mount
 from pfmfs_mount import MountTestCase, perfOnly, simIp, simOnly, waitFor
@@ -214,6 +217,78 @@ class PerfProgramTest(RecordTestCase):
         self.assertEqual(len(cold), 1, out)
         self.assertGreater(int(cold[0][1]), 0)
         self.assertLess(int(cold[0][1]), int(rows[0][1]))
+
+    def test_children_are_sampled(self):
+        # A shell that forks the program (`; true` keeps sh from exec'ing
+        # it): the samples are the child's, through perf's inherited events.
+        p = self.record('-e', 'task-clock', 'sh', '-c', f'{prog("busy_functions")} 300; true')
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, err)
+        status, out, err = self.report('--sort', 'sym')
+        self.assertEqual(status, 0, err)
+        rows = [line.split() for line in out.splitlines() if not line.startswith('#')]
+        total = int(re.search(r'^# samples: (\d+)$', out, re.M).group(1))
+        # 330 ms of the child's CPU time at a sample every 250 us: about 1320.
+        self.assertGreater(total, 800, out)
+        self.assertEqual(rows[0][2:], ['busy_functions', 'busy_functions', 'hot_spin'], out)
+        self.assertGreater(int(rows[0][1]), total * 0.7, out)
+
+
+# zlib's source as Debian ships it (bookworm's 1:1.2.13.dfsg-1), a real C
+# project that builds in seconds: fetched from Debian's archive once and
+# kept, checked against the .dsc's SHA-256.
+ZLIB_URL = 'http://deb.debian.org/debian/pool/main/z/zlib/zlib_1.2.13.dfsg.orig.tar.bz2'
+ZLIB_SHA256 = '71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1'
+
+
+def zlibTarball():
+    cache = os.path.join(os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'pfmfs-tests')
+    path = os.path.join(cache, os.path.basename(ZLIB_URL))
+    if os.path.exists(path):
+        with open(path, 'rb') as f:
+            if hashlib.sha256(f.read()).hexdigest() == ZLIB_SHA256:
+                return path
+    os.makedirs(cache, exist_ok=True)
+    with urllib.request.urlopen(ZLIB_URL, timeout=120) as r:
+        data = r.read()
+    if hashlib.sha256(data).hexdigest() != ZLIB_SHA256:
+        raise AssertionError(f'{ZLIB_URL}: not the tarball of zlib 1.2.13.dfsg (SHA-256 differs)')
+    with open(path + '.tmp', 'wb') as f:
+        f.write(data)
+    os.rename(path + '.tmp', path)
+    return path
+
+
+@perfOnly
+class MakeTest(RecordTestCase):
+
+    def test_a_make_shows_the_compilers_functions(self):
+        # pfmstat record follows make into sh, gcc, cc1 and as: the
+        # profile is the compiler's, by function (cc1 exports its functions
+        # in .dynsym, stripped as Debian ships it).
+        with tarfile.open(zlibTarball()) as t:
+            t.extractall(self.tmp)  # the tarball whose SHA-256 is above
+        src = os.path.join(self.tmp, 'zlib-1.2.13.dfsg')
+        subprocess.run(['./configure'], cwd=src, check=True, capture_output=True, timeout=300)
+        p = subprocess.run([pfmstatPath(), 'record', '--mount', self.m.mnt, '-o', self.data, '-e', 'task-clock',
+                            '-c', '200000', 'make', '-j2'], cwd=src, capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        self.assertTrue(os.path.exists(os.path.join(src, 'libz.a')))
+        status, out, err = self.report()
+        self.assertEqual(status, 0, err)
+        by_function = out[out.index('# by function'):out.index('# by shared object')]
+        by_dso = out[out.index('# by shared object'):]
+        rows = [line.split(None, 4) for line in by_function.splitlines() if not line.startswith('#')]
+        total = int(re.search(r'^# samples: (\d+)$', out, re.M).group(1))
+        self.assertGreater(total, 1500, out[:3000])
+        # cc1 is where a build's time goes: the first shared object.
+        dsos = [line.split() for line in by_dso.splitlines() if not line.startswith('#')]
+        self.assertEqual(dsos[0][2], 'cc1', by_dso)
+        self.assertGreater(int(dsos[0][1]), total // 3, by_dso)
+        # ... and its functions by name: many, the named ones most of its time.
+        named = [r for r in rows if r[2] == 'cc1' and r[3] == 'cc1' and r[4] != '[unknown]']
+        self.assertGreater(len(named), 50, by_function[:3000])
+        self.assertGreater(sum(int(r[1]) for r in named), int(dsos[0][1]) // 3, by_function[:3000])
 
 
 if __name__ == '__main__':
