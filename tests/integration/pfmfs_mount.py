@@ -916,6 +916,37 @@ def threadsOf(pid):
     return '\n'.join(lines)
 
 
+def descendantsOf(pid):
+    """The processes pid started and those they started, from /proc's
+    children lists (taken as they are: a process may end meanwhile)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tids = os.listdir(f'/proc/{parent}/task')
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f'/proc/{parent}/task/{tid}/children') as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            for k in kids:
+                if k not in found:
+                    found.append(k)
+                    todo.append(k)
+    return found
+
+
+def processTreeOf(pid):
+    """threadsOf for pid and every process below it: a program stuck in
+    waitpid says nothing about the child it waits for."""
+    parts = [f' process {pid}:\n{threadsOf(pid)}']
+    parts += [f' its descendant {kid}:\n{threadsOf(kid)}' for kid in descendantsOf(pid)]
+    return '\n'.join(parts)
+
+
 def waitFor(predicate, timeout=WAIT_S, interval=0.01):
     """Polls predicate() until it is true; returns its last value."""
     deadline = time.monotonic() + timeout

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'integration'))
 
 import pfmfs_mount  # noqa: E402  (after the path above)
-from pfmfs_mount import BACKEND, Mount, inCi, threadsOf, waitFor  # noqa: E402
+from pfmfs_mount import BACKEND, Mount, descendantsOf, inCi, processTreeOf, threadsOf, waitFor  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 SKIP_STATUS = 77
@@ -264,8 +264,14 @@ class ProgramTest(LibpfmTestCase):
             try:
                 status = p.wait(prog.timeout)
             except subprocess.TimeoutExpired:
-                where = threadsOf(p.pid)
+                where = f'{processTreeOf(p.pid)}\n pfmfsd {m.proc.pid}:\n{threadsOf(m.proc.pid)}'
+                kids = descendantsOf(p.pid)
                 p.kill()
+                for kid in kids:  # a stuck child outlives its parent
+                    try:
+                        os.kill(kid, signal.SIGKILL)
+                    except OSError:
+                        pass
                 status = p.wait()
         print(f'{prog.name}: {time.monotonic() - began:.1f} s', file=sys.stderr)
         with open(out_path, 'rb') as f:
@@ -274,7 +280,8 @@ class ProgramTest(LibpfmTestCase):
             # Every wait of a program is bounded below this (check.h): a step
             # that never ended. Its output says how far it got; /proc, where.
             self.fail(f'{prog.name} was killed after its timeout of {prog.timeout:.0f} s (PFMFS_TIME_SCALE='
-                      f'{TIME_SCALE:g}) on {BACKEND}: a step never ended. Its threads then:\n{where}\n'
+                      f'{TIME_SCALE:g}) on {BACKEND}: a step never ended. Where its threads and those of pfmfsd '
+                      f'were:\n{where}\n'
                       f'its output (the last line is the last step it finished):\n{output}\n'
                       f'pfmfsd log (tail):\n{m.log()[-4000:]}')
         if status == SKIP_STATUS and not inCi():
