@@ -282,6 +282,12 @@ class Backend {
   // How it follows children (the `inherit` flag); None refuses such loads.
   virtual Inheritance inheritance() const { return Inheritance::None; }
 
+  // The memory the kernel locks for pfmfsd while `target` is attached, when
+  // the target samples (Target::sampling): perf's ring pages. The engine
+  // charges it to the session's owner with the sampling buffers
+  // (--max-smpl-bytes-per-user), since any user can make the daemon lock it.
+  virtual std::uint64_t samplingKernelBytes(const Target& /*target*/) const { return 0; }
+
   // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu;
   // -EPERM/-EACCES: the kernel refused the daemon; -ESHUTDOWN: after shutdown().
   virtual Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) = 0;

@@ -167,13 +167,23 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     t = pmu::Target{pmu::TargetKind::Cpu, target};
   }
   t.sampling = sample_buffer_ != nullptr;
-  if (Status s = engine_.claimTarget(mode_, target, shared_from_this()); !s) return fail(s.error());
+  // The kernel's sampling rings are the owner's, like the buffer: charged
+  // before they exist, given back on every way out but a load.
+  const std::uint64_t kernel_bytes = engine_.backend().samplingKernelBytes(t);
+  if (Status s = engine_.chargeSampleBytes(uid_, 0, kernel_bytes); !s)
+    return fail(err(ENOMEM, "the kernel's ring pages for the samples ({} bytes) do not fit: {}", kernel_bytes,
+                    s.error().reason));
+  auto refuse = [&](Error e) REQUIRES(mutex_) {
+    (void)engine_.chargeSampleBytes(uid_, kernel_bytes, 0);
+    return fail(std::move(e));
+  };
+  if (Status s = engine_.claimTarget(mode_, target, shared_from_this()); !s) return refuse(s.error());
   // The backend holds us weakly: its threads may call after we are gone.
   std::shared_ptr<pmu::TargetListener> listener(shared_from_this(), static_cast<pmu::TargetListener*>(this));
   auto attached = engine_.backend().attach(t, listener);
   if (!attached) {
     engine_.releaseTarget(mode_, target, this);
-    return fail(attached.error());
+    return refuse(attached.error());
   }
   if (mode_ == Mode::Thread) {
     // Again, now that the backend watches the thread: a set-id exec from now
@@ -184,9 +194,10 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     if (!may) {
       attached->reset();
       engine_.releaseTarget(mode_, target, this);
-      return fail(may.error());
+      return refuse(may.error());
     }
   }
+  kernel_smpl_bytes_ = kernel_bytes;
   DrivenThread& driven = this->target();
   driven.pmu = std::move(*attached);
   driven.pid = pid;
@@ -258,6 +269,8 @@ void Session::unloadLocked(bool exited) {
   engine_.noTicks(this);
   engine_.releaseTarget(mode_, target_.id, this);
   target().pmu.reset();
+  (void)engine_.chargeSampleBytes(uid_, kernel_smpl_bytes_, 0);
+  kernel_smpl_bytes_ = 0;
   state_ = State::Unloaded;
   exited_ = exited;
   if (exited) {

@@ -373,6 +373,9 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // The sampling format's buffer, if one is chosen; its bytes are charged
   // to the owner at the engine.
   std::unique_ptr<SampleBuffer> sample_buffer_ GUARDED_BY(mutex_);
+  // What the loaded target has the kernel lock for samples (perf's rings),
+  // charged to uid_ with the buffers until the unload.
+  std::uint64_t kernel_smpl_bytes_ GUARDED_BY(mutex_) = 0;
   SampleRecord record_ GUARDED_BY(mutex_);  // scratch  // setFastPage(): where the page goes, what it shows
 
   // Across loads.

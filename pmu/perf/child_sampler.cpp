@@ -14,6 +14,13 @@ constexpr std::size_t kRingPages = 16;
 
 }  // namespace
 
+std::uint64_t ChildSampler::ringBytes() {
+  const long n = ::sysconf(_SC_NPROCESSORS_CONF);
+  std::uint64_t online = 0;
+  for (int cpu = 0; cpu < n; ++cpu) online += cpuOnline(cpu) ? 1 : 0;
+  return online * (kRingPages + 1) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 Status ChildSampler::openRing(int cpu, Cpu& c) {
   // Never enabled: it writes nothing of its own. Only its ring is wanted.
   perf_event_attr a = userSoftwareAttr(PERF_COUNT_SW_DUMMY);

@@ -44,6 +44,9 @@ class ChildSampler {
   std::optional<std::size_t> slotOf(std::uint16_t set, std::uint64_t id) const;
   // Every cpu's records written since the last call.
   void take(std::vector<OverflowRecord>& out);
+  // The rings' pages, metadata included, on the cpus online now: what the
+  // kernel locks once a set samples.
+  static std::uint64_t ringBytes();
 
  private:
   struct Event {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pmu/host_info.h"
+#include "pmu/perf/child_sampler.h"
 #include "pmu/perf/perf_inherit.h"
 #include "pmu/perf/perf_target.h"
 #include "pmu/perf_event/perf_event.h"
@@ -33,6 +34,14 @@ constexpr std::size_t kInheritRingPages = 8;
 constexpr std::size_t kSamplingRingPages = 16;
 
 }  // namespace
+
+std::uint64_t PerfBackend::samplingKernelBytes(const Target& target) const {
+  if (!target.sampling) return 0;
+  // A ring maps its data pages and one page of metadata.
+  const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t own = (kSamplingRingPages + 1) * page;
+  return own + (target.inherit ? ChildSampler::ringBytes() : 0);
+}
 
 Status perfUsable() {
   // What every thread target needs: its task-clock anchor (see attach).

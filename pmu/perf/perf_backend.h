@@ -63,6 +63,7 @@ class PerfBackend final : public Backend {
   bool holdsThreads() const override { return false; }
   // perf's inherited events count the children, switching with the target.
   Inheritance inheritance() const override { return Inheritance::Aggregate; }
+  std::uint64_t samplingKernelBytes(const Target& target) const override;
   Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) override;
   void shutdown() override;
 

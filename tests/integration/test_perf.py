@@ -311,7 +311,7 @@ class PerfTestCase(MountTestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.m = PerfMount().start()
+        cls.m = PerfMount(cls.mount_args).start()
         keepOff(targetCpu(), [os.getpid(), cls.m.proc.pid])
         info = cls.m.read('pmu/info')
         if not info.startswith('backend=perf model=perf-sw '):

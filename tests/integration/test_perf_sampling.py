@@ -6,10 +6,11 @@
 # increase; a recorded PMD is what it was at the overflow (the sample's
 # group read). Task-clock samples come one per period of
 # CPU time: as many as the count divided by the period.
+import errno
 import os
 
 import pfmfs_mount
-from pfmfs_mount import neg, parseKv
+from pfmfs_mount import TEST_USER, neg, parseKv, runAs
 from kernel_setting import KernelSetting
 from test_perf import MS, PerfTestCase, prog, requirePrograms, textMappings
 
@@ -124,6 +125,74 @@ class SamplingTest(PerfTestCase):
         self.assertEqual(list(state)[-1], 'throttled', state)
         periods = (burn['end_ns'] - burn['start_ns']) // period
         self.assertLess(int(state['smpl_count']), periods // 2, (periods, state))
+
+
+PAGE = os.sysconf('SC_PAGESIZE')
+RING = 17 * PAGE  # a sampling target's ring: 16 data pages and its header
+
+
+def onlineCpus():
+    """How many cpus /sys says are online ("0-1,3" is three)."""
+    with open('/sys/devices/system/cpu/online') as f:
+        spans = [part.split('-') for part in f.read().strip().split(',')]
+    return sum(int(r[-1]) - int(r[0]) + 1 for r in spans)
+
+
+class SamplingRingLimitTest(PerfTestCase):
+    """The kernel's rings count with the buffers in --max-smpl-bytes-per-user:
+    any user can have pfmfsd lock them."""
+
+    mount_args = [f'--max-smpl-bytes-per-user={2 * PAGE + RING}']
+
+    def sampler(self, buf=PAGE):
+        s = self.newSession()
+        s.write('smpl_fmt', f'default buf_size={buf}\n')
+        s.pmc(0, 'PAGE_FAULTS:u')
+        s.pmd(0, '-4 short_reset=-4')
+        return s
+
+    def test_a_load_that_would_pass_the_limit_is_refused(self):
+        w = self.worker()
+        a, b = self.sampler(), self.sampler()  # two buffers of one page
+        a.ctl(f'load {w.tid}')  # and a's ring: the limit, exactly
+        reason = self.assertRefused(b, errno.ENOMEM, 'ctl', f'load {w.tid}\n', ('state', 'smpl_fmt'))
+        self.assertIn('ring pages', reason)
+        self.assertIn('--max-smpl-bytes-per-user', reason)
+        # A session that only counts locks no ring of samples.
+        c = self.newSession()
+        c.pmc(0, 'PAGE_FAULTS:u')
+        c.ctl(f'load {w.tid}')
+        # The unload gives a's ring back.
+        a.ctl('unload')
+        b.ctl(f'load {w.tid}')
+        b.ctl('start')
+        self.assertEqual(w.cmd('t 8')['minflt'], 8)
+        self.assertEqual(len(samplesOf(b)), 2)
+        b.ctl('unload')
+        # Following children adds a ring per online cpu.
+        b.write('flags', 'inherit\n')
+        reason = self.assertRefused(b, errno.ENOMEM, 'ctl', f'load {w.tid}\n', ('state',))
+        self.assertIn(f'({RING + onlineCpus() * RING} bytes)', reason)
+        b.write('flags', 'none\n')
+        b.ctl(f'load {w.tid}')
+        # Destroying a loaded session gives its ring back too.
+        b.destroy()
+        a.ctl(f'load {w.tid}')
+
+    def test_another_users_rings_are_counted_apart(self):
+        w = self.worker()
+        a = self.sampler(buf=2 * PAGE)
+        a.ctl(f'load {w.tid}')  # root's limit, reached
+        u = self.userSession(TEST_USER)
+        mine = self.worker(user=TEST_USER)
+
+        def load():
+            u.write('smpl_fmt', f'default buf_size={2 * PAGE}\n')
+            u.pmc(0, 'PAGE_FAULTS:u')
+            u.ctl(f'load {mine.tid}')
+            return u.state()
+
+        self.assertTrue(runAs(TEST_USER, load).startswith('state=loaded '))
 
 
 if __name__ == '__main__':

@@ -1,4 +1,4 @@
-// pfmfs-test: backends=sim,perf daemon-arg=--max-smpl-bytes-per-user=65536
+// pfmfs-test: backends=sim,perf daemon-arg=--max-smpl-bytes-per-user=135168
 /*
  * smpl_refusals.c: what perfmon2 refused around sampling formats, and what
  * pfmfs adds (docs/libpfm-compat.md, "Sampling"):
@@ -6,7 +6,8 @@
  *     or with reserved fields set, a name without an argument or an argument
  *     without a name, a buffer too small, buf_flags, all EINVAL, by
  *     pfm_create_context and pfm_create; the owner's buffers over pfmfsd's
- *     --max-smpl-bytes-per-user (64 KiB here), ENOMEM. A refused creation
+ *     --max-smpl-bytes-per-user (132 KiB here: 64 KiB and the 68 KiB of
+ *     perf's ring a sampling load takes), ENOMEM. A refused creation
  *     leaves no session;
  *   - mmap of the descriptor: PROT_WRITE or PROT_EXEC (EACCES), an offset,
  *     a length of 0 or beyond the buffer's pages, no mapping type (EINVAL), a
@@ -79,14 +80,15 @@ static void check_creation(void)
 	CHECK_ERRNO(pfm_create(PFM_FL_SMPL_FMT, &sif, PFM_DFL_SMPL_NAME, &a, (size_t)10), EINVAL);
 	CHECK_EQ_U64(count_sessions_named(own_sessions()), 0);
 
-	/* The owner's buffers together, in whole pages: 2 x 32 KiB is the limit. */
-	fds[0] = (int)CHECK_OK(smpl_create(0, 32768));
-	fds[1] = (int)CHECK_OK(smpl_create(0, 32768 - 100));
+	/* The owner's buffers together, in whole pages: 64 KiB and 68 KiB are
+	 * the limit. */
+	fds[0] = (int)CHECK_OK(smpl_create(0, 65536));
+	fds[1] = (int)CHECK_OK(smpl_create(0, 69632 - 100));
 	CHECK_ERRNO(smpl_create(0, 4096), ENOMEM);
 	CHECK_EQ_U64(count_sessions_named(own_sessions()), 2);
 	CHECK_OK(close(fds[0]));
 	CHECK_EQ_U64(wait_sessions_named(own_sessions(), 1), 1);	/* its bytes go with it */
-	fds[2] = (int)CHECK_OK(smpl_create(0, 32768));
+	fds[2] = (int)CHECK_OK(smpl_create(0, 65536));
 	CHECK_ERRNO(smpl_create(0, 4096), ENOMEM);
 	CHECK_OK(close(fds[1]));
 	CHECK_OK(close(fds[2]));
