@@ -94,6 +94,9 @@ struct HwOverflow {
   // and `tid` for a sampling session, and nothing else. The counts are the
   // kernel's, its copy re-arms itself; the recorded PMDs are unknown (0).
   bool child_sample = false;
+  // A child's sample: the set whose event took it. It may be taken after a
+  // switch to another set, and still belongs to this one.
+  std::uint16_t set = 0;
 };
 
 // How a backend tells the engine that something happened on its own threads

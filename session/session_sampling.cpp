@@ -85,8 +85,13 @@ void Session::handleChildSample(DrivenThread& t, const pmu::HwOverflow& o) {
     if (state_ == State::Masked) sample_buffer_->dropped(static_cast<std::uint64_t>(std::popcount(o.pmds)));
     return;
   }
-  EventSet& s = activeSet();
-  if (RegMask notify = recordSamples(t, s, o.pmds & s.usedPmds(), o)) notifyOverflow(t, notify, 0, o);
+  // Its set's, which may have been switched out since (or removed).
+  EventSet* s = findSet(o.set);
+  if (!s) {
+    sample_buffer_->dropped(static_cast<std::uint64_t>(std::popcount(o.pmds)));
+    return;
+  }
+  if (RegMask notify = recordSamples(t, *s, o.pmds & s->usedPmds(), o)) notifyOverflow(t, notify, 0, o);
 }
 
 // One entry per PMD of `pmds` in increasing number, until the buffer fills.

@@ -94,11 +94,10 @@ void ChildSampler::disable(std::uint16_t set) {
   for (const Event& e : it->second.events) (void)disableEvent(e.fd.get(), false);
 }
 
-std::optional<std::size_t> ChildSampler::slotOf(std::uint16_t set, std::uint64_t id) const {
-  auto it = sets_.find(set);
-  if (it == sets_.end()) return std::nullopt;
-  for (const Event& e : it->second.events)
-    if (e.id == id) return e.slot;
+std::optional<std::pair<std::uint16_t, std::size_t>> ChildSampler::find(std::uint64_t id) const {
+  for (const auto& [set, events] : sets_)
+    for (const Event& e : events.events)
+      if (e.id == id) return std::make_pair(set, e.slot);
   return std::nullopt;
 }
 

@@ -40,8 +40,9 @@ class ChildSampler {
              std::span<const std::uint64_t> periods);
   void enable(std::uint16_t set);
   void disable(std::uint16_t set);
-  // The slot of `set`'s sampling event `id`, if it is one.
-  std::optional<std::size_t> slotOf(std::uint16_t set, std::uint64_t id) const;
+  // The set and slot of sampling event `id`, if it is one of any set's: a
+  // record may be taken after its set was switched out.
+  std::optional<std::pair<std::uint16_t, std::size_t>> find(std::uint64_t id) const;
   // Every cpu's records written since the last call.
   void take(std::vector<OverflowRecord>& out);
   // The rings' pages, metadata included, on the cpus online now: what the

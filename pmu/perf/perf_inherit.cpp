@@ -236,8 +236,8 @@ Status TreeFollower::put(std::uint16_t set, const std::vector<std::pair<std::siz
   return {};
 }
 
-std::optional<std::size_t> TreeFollower::sampledSlot(std::uint16_t set, std::uint64_t id) const {
-  return sampler_ ? sampler_->slotOf(set, id) : std::nullopt;
+std::optional<std::pair<std::uint16_t, std::size_t>> TreeFollower::sampledBy(std::uint64_t id) const {
+  return sampler_ ? sampler_->find(id) : std::nullopt;
 }
 
 void TreeFollower::takeSamples(std::vector<OverflowRecord>& out) {

@@ -155,8 +155,8 @@ class TreeFollower {
   // itself with; taken when the set's events are first opened.
   Status put(std::uint16_t set, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted,
              std::span<const std::uint64_t> periods = {});
-  // The slot of `set`'s child-sampling event `id`, if it is one.
-  std::optional<std::size_t> sampledSlot(std::uint16_t set, std::uint64_t id) const;
+  // The set and slot of child-sampling event `id`, if it is one.
+  std::optional<std::pair<std::uint16_t, std::size_t>> sampledBy(std::uint64_t id) const;
   // The children's samples written since the last call (ChildSampler).
   void takeSamples(std::vector<OverflowRecord>& out);
   void enable(std::uint16_t set);

@@ -389,14 +389,16 @@ class PerfTarget final : public TargetPmu {
   // The target's own overflows of those events are its group's to report.
   std::optional<HwOverflow> childSample(const OverflowRecord& r) {
     if (!tree_) return std::nullopt;
-    auto slot = tree_->sampledSlot(current_set_, r.id);
-    if (!slot) return std::nullopt;
+    auto by = tree_->sampledBy(r.id);
+    if (!by) return std::nullopt;
     if (r.throttled) {
       ++throttled_;
       return std::nullopt;
     }
     if (r.lost == 0 && r.tid == static_cast<std::uint32_t>(target_.id)) return std::nullopt;
-    return childSampleOf(r, desc_.pmds[*slot].index);
+    HwOverflow o = childSampleOf(r, desc_.pmds[by->second].index);
+    o.set = by->first;
+    return o;
   }
 
   // The sample's group read as the engine's values: each member counted
@@ -445,11 +447,13 @@ class PerfTarget final : public TargetPmu {
     tasks_.clear();
   }
 
-  // Forgets the overflow records not yet taken (of one event, or all).
+  // Forgets the overflow records not yet taken (of one event, or all). A
+  // child's samples are kept: they reset nothing, and are samples of the
+  // set that took them whatever is loaded now.
   void dropPending(std::optional<std::uint64_t> id = std::nullopt) {
     drain();
     if (!id) {
-      pending_.clear();
+      std::erase_if(pending_, [&](const OverflowRecord& r) { return !tree_ || !tree_->sampledBy(r.id); });
       return;
     }
     std::erase_if(pending_, [&](const OverflowRecord& r) { return r.id == *id; });
