@@ -60,8 +60,9 @@ struct DataFile {
 // A file that is not pfmstat data, or a line of it that does not parse:
 // the message names the line ("pfmstat.data:12: ..."). What it quotes of
 // the file is made printable (a NUL would end the message early).
-struct DataError : std::runtime_error {
-  explicit DataError(const std::string& what) : std::runtime_error(printableReason(what)) {}
+// A request that cannot be done as asked: it ends pfmstat report with 2.
+struct DataError : UsageError {
+  using UsageError::UsageError;
 };
 
 // Parses a whole file's text; `name` is what messages call it.

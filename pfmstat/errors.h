@@ -48,4 +48,19 @@ struct RunError : std::runtime_error {
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitRun = 1;
 
+// A mode's body (stat, record, report), its failures turned into the one
+// line on stderr and the exit status that every mode ends them with.
+template <typename Body>
+int exitStatusOf(Body&& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "pfmstat: %s\n", e.what());
+    return kExitUsage;
+  } catch (const RunError& e) {
+    std::fprintf(stderr, "pfmstat: %s\n", e.what());
+    return kExitRun;
+  }
+}
+
 }  // namespace pfmstat

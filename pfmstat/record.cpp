@@ -200,15 +200,7 @@ int record(const RecordOptions& o) {
   sigemptyset(&mask);
   for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
   ::sigprocmask(SIG_BLOCK, &mask, &original);
-  try {
-    return recordAll(o, original);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "pfmstat: %s\n", e.what());
-    return kExitUsage;
-  } catch (const RunError& e) {
-    std::fprintf(stderr, "pfmstat: %s\n", e.what());
-    return kExitRun;
-  }
+  return exitStatusOf([&] { return recordAll(o, original); });
 }
 
 }  // namespace pfmstat

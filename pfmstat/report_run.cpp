@@ -14,7 +14,7 @@
 namespace pfmstat {
 
 int report(const ReportOptions& o, std::FILE* out) {
-  try {
+  return exitStatusOf([&] {
     std::string text;
     try {
       text = readFile(o.input);
@@ -26,13 +26,7 @@ int report(const ReportOptions& o, std::FILE* out) {
     Profile profile = buildProfile(data, symbolizer);
     std::fputs(profileText(data, profile, o.sort, o.input).c_str(), out);
     return 0;
-  } catch (const DataError& e) {
-    std::fprintf(stderr, "pfmstat: %s\n", e.what());
-    return kExitUsage;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "pfmstat: %s\n", e.what());
-    return kExitUsage;
-  }
+  });
 }
 
 }  // namespace pfmstat

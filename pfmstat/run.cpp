@@ -290,7 +290,7 @@ int countAttached(const Options& o, const Plan& plan, std::FILE* out, const sigs
 int run(const Options& o, std::FILE* out) {
   sigset_t mask = waitedSignals(), original;
   ::sigprocmask(SIG_BLOCK, &mask, &original);
-  try {
+  return exitStatusOf([&] {
     Plan plan = makePlan(o);
     if (!o.pids.empty() || !o.tids.empty() || o.system) return countAttached(o, plan, out, original);
 
@@ -315,13 +315,7 @@ int run(const Options& o, std::FILE* out) {
           out);
     }
     return status;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "pfmstat: %s\n", e.what());
-    return kExitUsage;
-  } catch (const RunError& e) {
-    std::fprintf(stderr, "pfmstat: %s\n", e.what());
-    return kExitRun;
-  }
+  });
 }
 
 }  // namespace pfmstat
