@@ -65,7 +65,7 @@ int samplingOptions(const char* name, const void* arg, size_t size, CreateOption
   if (!arg || size != sizeof(pfm_dfl_smpl_arg_t) || !plainName(name)) return -EINVAL;
   pfm_dfl_smpl_arg_t a;
   memcpy(&a, arg, sizeof a);
-  if (a.reserved1 != 0) return -EINVAL;
+  if (a.res1 != 0) return -EINVAL;
   for (uint64_t r : a.reserved)
     if (r != 0) return -EINVAL;
   o->smpl_name = name;

@@ -37,8 +37,9 @@
  *   env=NAME=VALUE     one more environment variable (repeatable)
  *   timeout=S          seconds before the program is killed (default 60),
  *                      times PFMFS_TIME_SCALE (below)
- *   run=no             no test of its own: headers_c.c (HeaderTest
- *                      compiles it with several -std=). churn.c runs plainly
+ *   run=no             no test of its own: headers_c.c and headers_bits.c
+ *                      (HeaderTest compiles them with several -std=, and
+ *                      runs headers_bits.c). churn.c runs plainly
  *                      and is also driven by ChurnTest (SIGKILL, SIGSTOP).
  * Include check.h first: it defines _GNU_SOURCE and includes
  * <perfmon/perfmon.h> and <perfmon/pfmlib.h>.

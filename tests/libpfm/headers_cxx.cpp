@@ -15,3 +15,13 @@ static_assert(std::is_trivial<pfarg_pmd_t>::value && std::is_standard_layout<pfa
 static_assert(std::is_trivial<pfarg_msg_t>::value, "pfarg_msg_t is plain data");
 static_assert(std::is_trivial<pfmlib_input_param_t>::value, "pfmlib_input_param_t is plain data");
 static_assert(std::is_trivial<pfarg_pmd_attr_t>::value, "pfarg_pmd_attr_t is plain data");
+static_assert(std::is_trivial<pfm_nhm_sel_reg_t>::value && std::is_standard_layout<pfm_nhm_sel_reg_t>::value,
+	      "pfm_nhm_sel_reg_t is plain data");
+static_assert(std::is_trivial<pfmlib_amd64_input_param_t>::value &&
+		      std::is_standard_layout<pfmlib_amd64_input_param_t>::value,
+	      "pfmlib_amd64_input_param_t is plain data");
+static_assert(std::is_trivial<pfm_pebs_core_smpl_hdr_t>::value &&
+		      std::is_standard_layout<pfm_pebs_core_smpl_hdr_t>::value,
+	      "pfm_pebs_core_smpl_hdr_t is plain data");
+static_assert(std::is_trivial<pfm_pebs_smpl_hdr_t>::value && std::is_standard_layout<pfm_pebs_smpl_hdr_t>::value,
+	      "pfm_pebs_smpl_hdr_t is plain data");

@@ -60,8 +60,8 @@ static void check_creation(void)
 	memset(long_name, 'd', sizeof(long_name) - 1);
 	long_name[sizeof(long_name) - 1] = '\0';
 	refused_v2(long_name, &a, sizeof(a), EINVAL, "a name of 79 characters");
-	a.reserved1 = 1;
-	refused_v2(PFM_DFL_SMPL_NAME, &a, sizeof(a), EINVAL, "reserved1 set");
+	a.res1 = 1;
+	refused_v2(PFM_DFL_SMPL_NAME, &a, sizeof(a), EINVAL, "res1 set");
 	a = smpl_arg(BUF);
 	a.reserved[5] = 1;
 	refused_v2(PFM_DFL_SMPL_NAME, &a, sizeof(a), EINVAL, "reserved[5] set");

@@ -31,6 +31,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'integration'))
 
+import perfmon_headers  # noqa: E402  (beside this file)
 import pfmfs_mount  # noqa: E402  (after the path above)
 from pfmfs_mount import BACKEND, Mount, descendantsOf, inCi, processTreeOf, threadsOf, waitFor  # noqa: E402
 
@@ -313,7 +314,9 @@ for _prog in programs():
 class HeaderTest(unittest.TestCase):
     """<perfmon/*.h> compile alone, warning-free, as C and C++ of every
     standard a perfmon2 program may use; headers_c.c and headers_cxx.cpp
-    static_assert the sizes and offsets of the ABI structures."""
+    static_assert the sizes and offsets of the ABI structures, headers_bits.c
+    the bit positions of the register layouts (perfmon_headers.py: the other
+    sources compiled here)."""
 
     def compileOnly(self, compiler, source, std, extra=()):
         out = os.path.join(INSTALLED.tmp, f'headers-{std}.o')
@@ -342,13 +345,67 @@ class HeaderTest(unittest.TestCase):
     def test_installed_files(self):
         """meson install lays out what `#include <perfmon/...>` and `-lpfm`
         need, with the soname perfmon2 programs were linked against."""
-        for h in ('perfmon.h', 'perfmon_v2.h', 'pfmlib.h', 'perfmon_dfl_smpl.h'):
-            self.assertTrue(os.path.isfile(os.path.join(INSTALLED.include_dir, 'perfmon', h)), h)
+        self.assertEqual(sorted(os.listdir(os.path.join(INSTALLED.include_dir, 'perfmon'))),
+                         perfmon_headers.HEADERS)
         self.assertEqual(os.readlink(os.path.join(INSTALLED.lib_dir, 'libpfm.so')), 'libpfm.so.3')
         self.assertEqual(os.readlink(os.path.join(INSTALLED.lib_dir, 'libpfm.so.3')), 'libpfm.so.3.10.0')
         soname = run(['objdump', '-p', os.path.join(INSTALLED.lib_dir, 'libpfm.so.3.10.0')])
         self.assertRegex(soname, r'SONAME\s+libpfm\.so\.3\n')
         self.assertEqual(run(['pkg-config', '--modversion', 'libpfm'], env=INSTALLED.pc_env).strip(), '3.10.0')
+
+    def compileEach(self, sources):
+        compiler = perfmon_headers.Compiler(INSTALLED.tmp, INSTALLED.cflags, WARNINGS)
+        return sorted(compiler.compile(sources).items())
+
+    def test_each_header_alone(self):
+        """Each of libpfm 3.10's 23 headers compiles alone in a C program
+        and a C++ one (-Wall -Wextra -Werror -pedantic-errors), but the four
+        per-architecture ones that libpfm 3.10 also kept from being included
+        directly: those stop the build with a message naming the header to
+        include instead."""
+        sources = {h: perfmon_headers.aloneSource(h) for h in perfmon_headers.HEADERS}
+        for (header, lang), p in self.compileEach(sources):
+            with self.subTest(header=header, lang=lang):
+                hint = perfmon_headers.DIRECT_ONLY.get(header)
+                if hint:
+                    self.assertNotEqual(p.returncode, 0, f'<perfmon/{header}> compiled alone')
+                    self.assertIn(hint, p.stderr)
+                else:
+                    self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_self_start_defined_once(self):
+        """pfm_self_start/pfm_self_stop are there, defined once, whichever
+        headers a program includes in whatever order; with
+        __PFMLIB_OS_COMPILE, as in libpfm 3.10, pfmlib.h brings neither them
+        nor perfmon.h, and the source may define them as functions."""
+        sources = {'+'.join(hs): perfmon_headers.selfStartSource(hs)
+                   for hs in perfmon_headers.SELF_START_INCLUDES}
+        sources['os_compile'] = perfmon_headers.OS_COMPILE_SOURCE
+        for (name, lang), p in self.compileEach(sources):
+            with self.subTest(includes=name, lang=lang):
+                self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_pebs_formats_together(self):
+        """The three PEBS formats' headers, which libpfm 3.10 could not
+        include together (perfmon_pebs_smpl.h declared the other two's
+        record types again), compile together in every order, with libpfm
+        3.10's record sizes."""
+        for (name, lang), p in self.compileEach(perfmon_headers.pebsSources()):
+            with self.subTest(order=name, lang=lang):
+                self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_register_bits(self):
+        """headers_bits.c, built as C99 and as C++11, finds every bit-field
+        of the model-specific register layouts where the processor manuals
+        (and libpfm 3.10) put it."""
+        for lang, compiler, std in (('c', os.environ.get('CC', 'cc'), 'c99'),
+                                    ('c++', os.environ.get('CXX', 'c++'), 'c++11')):
+            with self.subTest(lang=lang):
+                exe = os.path.join(INSTALLED.tmp, f'headers_bits-{std}')
+                run([compiler, '-x', lang, f'-std={std}', '-pedantic-errors', *WARNINGS,
+                     os.path.join(HERE, 'headers_bits.c'), '-x', 'none', '-o', exe, *INSTALLED.cflags])
+                p = subprocess.run([exe], capture_output=True, text=True, timeout=WAIT_S)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_static_archive_links_with_a_c_toolchain_alone(self):
         """libpfm.a beside libpfm.so.3, as libpfm 3.10 installed them: a C

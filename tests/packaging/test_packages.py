@@ -205,7 +205,10 @@ def check_contents(found, multiarch, name, version):
         'libpfm3': [f'{libdir}/libpfm.so.3'],
         'libpfm3-dev': [f'{libdir}/libpfm.so', f'{libdir}/libpfm.a', f'{libdir}/pkgconfig/libpfm.pc',
                         '/usr/include/perfmon/perfmon.h', '/usr/include/perfmon/perfmon_v2.h',
-                        '/usr/include/perfmon/perfmon_dfl_smpl.h', '/usr/include/perfmon/pfmlib.h'],
+                        '/usr/include/perfmon/perfmon_dfl_smpl.h', '/usr/include/perfmon/pfmlib.h',
+                        # and the model headers pfmon includes (all 23 are libpfm 3.10's)
+                        '/usr/include/perfmon/pfmlib_gen_ia32.h', '/usr/include/perfmon/pfmlib_core.h',
+                        '/usr/include/perfmon/pfmlib_amd64.h', '/usr/include/perfmon/perfmon_pebs_core_smpl.h'],
         'pfmfs-helper-dkms': [f'/usr/src/{name}-{version}/{f}'
                               for f in ('dkms.conf', 'Makefile', 'Kbuild', 'main.c', 'uapi/pfmfs_helper.h')],
     }

@@ -8,10 +8,21 @@
  */
 #ifndef PFMFS_PERFMON_PERFMON_H
 #define PFMFS_PERFMON_PERFMON_H
+#define __PERFMON_H__	/* libpfm 3.10's guard, which programs may test */
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/*
+ * PFM_ARCH_MAX_PMCS/PMDS. pfmfs serves the x86-64 interface on every
+ * architecture it builds on; 32-bit x86 declares the same limits.
+ */
+#if defined(__i386__)
+#include "perfmon_i386.h"
+#else
+#include "perfmon_x86_64.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,11 +47,11 @@ extern "C" {
 
 /*
  * Register counts as perfmon3 on x86-64 declares them (256 architected plus
- * 64 virtual registers): every bitvector below is 5 u64 words whatever the
- * PMU behind the mount has.
+ * 64 virtual registers, 320): every bitvector below is 5 u64 words whatever
+ * the PMU behind the mount has.
  */
-#define PFM_MAX_PMCS	320
-#define PFM_MAX_PMDS	320
+#define PFM_MAX_PMCS	PFM_ARCH_MAX_PMCS
+#define PFM_MAX_PMDS	PFM_ARCH_MAX_PMDS
 
 #define PFM_BPL		(sizeof(uint64_t) << 3)			/* bits per bitvector word */
 #define PFM_BVSIZE(x)	(((x) + PFM_BPL - 1) / PFM_BPL)		/* words for x bits */

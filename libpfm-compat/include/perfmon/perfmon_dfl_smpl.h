@@ -11,6 +11,7 @@
  */
 #ifndef PFMFS_PERFMON_PERFMON_DFL_SMPL_H
 #define PFMFS_PERFMON_PERFMON_DFL_SMPL_H
+#define __PERFMON_DFL_SMPL_H__ 1	/* libpfm 3.10's guard, which programs may test */
 
 #include "perfmon.h"
 
@@ -20,11 +21,20 @@ extern "C" {
 
 #define PFM_DFL_SMPL_NAME	"default"
 
+/*
+ * The format's 16-byte identifier in perfmon v2.2-v2.4, which named formats
+ * by UUID (libpfm 3.10 declared it with PFMLIB_OLD_PFMV2 only). v2.82 and
+ * pfmfs name them: pass PFM_DFL_SMPL_NAME.
+ */
+#define PFM_DFL_SMPL_UUID { \
+	0xd1, 0x39, 0xb2, 0x9e, 0x62, 0xe8, 0x40, 0xe4, \
+	0xb4, 0x02, 0x73, 0x07, 0x87, 0x92, 0xe9, 0x37 }
+
 /* format argument at context creation */
 typedef struct {
 	uint64_t buf_size;	/* bytes of the sampling buffer */
 	uint32_t buf_flags;	/* format flags */
-	uint32_t reserved1;	/* unused, zero */
+	uint32_t res1;		/* unused, zero */
 	uint64_t reserved[6];	/* unused, zero */
 } pfm_dfl_smpl_arg_t;
 

@@ -8,10 +8,21 @@
 #include "perfmon.h"
 #elif !defined(PFMFS_PERFMON_PERFMON_V2_H)
 #define PFMFS_PERFMON_PERFMON_V2_H
+#define __PERFMON_V2_H__	/* libpfm 3.10's guard, which programs may test */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * The hardware registers of a kind perfmon2 allows (the virtual ones of
+ * PFM_MAX_PMDS aside), and the u64 words of a bitvector of them. libpfm 3.10
+ * declared these for the v2.2-v2.4 interface alone (PFMLIB_OLD_PFMV2); they
+ * are declared here whatever the program defines, since pfmfs serves only
+ * the v2.82 layouts below.
+ */
+#define PFM_MAX_HW_PMDS	256
+#define PFM_HW_PMD_BV	PFM_BVSIZE(PFM_MAX_HW_PMDS)
 
 /* pfm_create_context() argument */
 typedef struct {
@@ -118,16 +129,26 @@ extern os_err_t pfm_getinfo_evtsets(int fd, pfarg_setinfo_t *info, int count);
 extern os_err_t pfm_delete_evtsets(int fd, pfarg_setdesc_t *setd, int count);
 extern os_err_t pfm_unload_context(int fd);
 
-/* start/stop the context monitoring the caller itself */
-static inline os_err_t pfm_self_start(int fd)
+/*
+ * Start and stop the context that monitors the calling thread (not a
+ * system-wide one): pfm_start(fd, NULL) and pfm_stop(fd). libpfm 3.10
+ * defined them in <perfmon/pfmlib_os_x86_64.h>, which <perfmon/pfmlib.h>
+ * includes and which now includes this file: defined here, they are there
+ * for a program that includes only <perfmon/perfmon.h> too, and are defined
+ * once whatever the headers and their order. As there, a source file that
+ * defines __PFMLIB_OS_COMPILE does not get them (and may define its own).
+ */
+#ifndef __PFMLIB_OS_COMPILE
+static inline int pfm_self_start(int fd)
 {
 	return pfm_start(fd, NULL);
 }
 
-static inline os_err_t pfm_self_stop(int fd)
+static inline int pfm_self_stop(int fd)
 {
 	return pfm_stop(fd);
 }
+#endif
 
 PFM_STATIC_ASSERT_SIZE(pfarg_ctx_t, 64);
 PFM_STATIC_ASSERT_SIZE(pfarg_pmc_t, 48);

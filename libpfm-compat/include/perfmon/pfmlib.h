@@ -10,11 +10,20 @@
  */
 #ifndef PFMFS_PERFMON_PFMLIB_H
 #define PFMFS_PERFMON_PFMLIB_H
+#define __PFMLIB_H__	/* libpfm 3.10's guard, which programs may test */
 
 /* libpfm 3.10's header made these available to its users; programs rely on it. */
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+
+/*
+ * As libpfm 3.10's: <perfmon/perfmon.h> with pfm_self_start() and
+ * pfm_self_stop() (unless __PFMLIB_OS_COMPILE is defined), and
+ * pfmlib_popcnt().
+ */
+#include "pfmlib_os.h"
+#include "pfmlib_comp.h"
 
 #ifdef __cplusplus
 extern "C" {
