@@ -79,13 +79,19 @@ PmuDescription makeDescription(const Shape& shape, std::vector<EventDesc> events
   PmuDescription d;
   d.model = "intel-arch-v2";
   d.features = {"fixed_counters", "global_ctrl", "ovfl_intr"};
+  const std::uint64_t evtsel_reserved = evtsel::kReserved | (shape.evtsel_missing & evtsel::kFilters);
+  // A fixed counter's field: without AnyThread (before version 3) its bit 2
+  // is reserved too.
+  const std::uint64_t fixed_field =
+      (shape.evtsel_missing & evtsel::kAny) ? fixedctl::kOs | fixedctl::kUsr | fixedctl::kPmi : 0xf;
   for (unsigned n = 0; n < shape.general_counters; ++n) {
-    d.pmcs.push_back(PmcDesc{n, fmt::format("PERFEVTSEL{}", n), kPerfEvtSel0 + n, 0, evtsel::kReserved});
+    d.pmcs.push_back(PmcDesc{n, fmt::format("PERFEVTSEL{}", n), kPerfEvtSel0 + n, 0, evtsel_reserved});
   }
   // Fixed-counter control: 4 bits per implemented counter, the rest reserved.
   // Hardware without fixed counters has no such register.
   if (shape.fixed_counters > 0) {
-    std::uint64_t fixed_used = (std::uint64_t{1} << (fixedctl::kFieldBits * shape.fixed_counters)) - 1;
+    std::uint64_t fixed_used = 0;
+    for (unsigned n = 0; n < shape.fixed_counters; ++n) fixed_used |= fixedctl::field(n, fixed_field);
     d.pmcs.push_back(PmcDesc{kFixedCtrlPmc, "FIXED_CTR_CTRL", kFixedCtrCtrl, 0, ~fixed_used});
   }
 
@@ -96,12 +102,12 @@ PmuDescription makeDescription(const Shape& shape, std::vector<EventDesc> events
     p.addr = kPmc0 + n;
     p.width = shape.width;
     p.ctl_pmc = n;
-    p.field_mask = ~evtsel::kReserved;
+    p.field_mask = ~evtsel_reserved;
     p.usr_bits = evtsel::kUsr;
     p.os_bits = evtsel::kOs;
     p.enable_bits = evtsel::kEn;
     p.int_bits = evtsel::kInt;
-    p.any_bits = evtsel::kAny;
+    p.any_bits = evtsel::kAny & ~evtsel_reserved;
     d.pmds.push_back(p);
   }
   for (unsigned n = 0; n < shape.fixed_counters; ++n) {
@@ -111,12 +117,12 @@ PmuDescription makeDescription(const Shape& shape, std::vector<EventDesc> events
     p.addr = kFixedCtr0 + n;
     p.width = shape.fixed_width ? shape.fixed_width : shape.width;
     p.ctl_pmc = kFixedCtrlPmc;
-    p.field_mask = fixedctl::field(n, 0xf);
+    p.field_mask = fixedctl::field(n, fixed_field);
     p.usr_bits = fixedctl::field(n, fixedctl::kUsr);
     p.os_bits = fixedctl::field(n, fixedctl::kOs);
     p.enable_bits = 0;  // a privilege bit is the enable
     p.int_bits = fixedctl::field(n, fixedctl::kPmi);
-    p.any_bits = fixedctl::field(n, fixedctl::kAny);
+    p.any_bits = fixedctl::field(n, fixedctl::kAny & fixed_field);
     p.fixed_code = kFixedCodes[n];
     d.pmds.push_back(p);
   }

@@ -37,6 +37,12 @@ inline constexpr std::uint64_t kInv = 1ull << 23;                  // invert cma
 inline constexpr std::uint64_t kCmask = 0xffull << 24;             // 31:24 counter mask
 inline constexpr std::uint64_t kReserved = 0xffffffff00000000ull;  // 63:32
 inline constexpr std::uint64_t kCode = kEvent | kUmask;            // what an event name encodes
+// What refines an event's count in hardware (pin control, edge, any thread,
+// invert, counter mask): a PMU that emulates its events (the sim) or hands
+// them to perf (perf-x86 passes edge, invert and cmask only) reserves what it
+// does not do, so that a write asking for it fails instead of counting
+// something else.
+inline constexpr std::uint64_t kFilters = kEdge | kPc | kAny | kInv | kCmask;
 }  // namespace evtsel
 
 // IA32_FIXED_CTR_CTRL: one 4-bit field per fixed counter.
@@ -82,6 +88,9 @@ struct Shape {
   unsigned width = 48;                       // 16..64, general counters (and fixed ones unless fixed_width says)
   unsigned fixed_counters = kFixedCounters;  // 0..3: hardware may implement fewer (CPUID.0AH:EDX[4:0])
   unsigned fixed_width = 0;                  // 16..64, or 0: the same as width
+  // PERFEVTSEL bits of evtsel::kFilters this PMU does not implement: reserved
+  // besides 63:32 (hardware implements them all).
+  std::uint64_t evtsel_missing = 0;
 };
 
 Status checkShape(const Shape& shape);

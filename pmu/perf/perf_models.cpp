@@ -82,6 +82,7 @@ PmuDescription x86Description(unsigned general_counters) {
   Shape shape;
   shape.general_counters = general_counters;
   shape.width = 64;
+  shape.evtsel_missing = evtsel::kFilters & ~kRawBits;  // pin control and AnyThread
   PmuDescription d = makeDescription(shape, architecturalEvents(general_counters));
   d.model = modelName(Model::X86);
   d.features = {"perf_events", "fixed_counters", "ovfl_intr"};

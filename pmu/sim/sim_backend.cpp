@@ -292,6 +292,10 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
     table.push_back(e.desc);
     if (e.rate.maxRateCeil() > max_rate) max_rate = e.rate.maxRateCeil();
   }
+  // The sim's events are streams of occurrences, without the cycles that
+  // edge, invert and a counter mask compare against, nor pins; with no other
+  // hyperthread, AnyThread counts what the thread does, which it does.
+  options.shape.evtsel_missing = intel::evtsel::kFilters & ~intel::evtsel::kAny;
   std::unique_ptr<SimBackend> b(new SimBackend(std::move(options)));
   b->desc_ = intel::makeDescription(b->options_.shape, std::move(table));
   if (auto bad = b->desc_.validate(); !bad.empty())

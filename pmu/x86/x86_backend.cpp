@@ -23,6 +23,10 @@ Result<PmuDescription> describe(const HelperInfo& info) {
   shape.width = info.gp_width;
   shape.fixed_counters = std::min(info.fixed_counters, intel::kFixedCounters);
   shape.fixed_width = shape.fixed_counters ? info.fixed_width : 0;
+  // AnyThread came with version 3; the module's test PMU counts its events
+  // at rates, with no cycles for edge, invert or a counter mask to act on.
+  if (info.arch_version < 3) shape.evtsel_missing |= intel::evtsel::kAny;
+  if (info.emulated) shape.evtsel_missing |= intel::evtsel::kFilters & ~intel::evtsel::kAny;
   if (Status st = intel::checkShape(shape); !st)
     return err(ENODEV, "the PMU the module reports is not one pfmfs can drive: {}", st.error().reason);
   PmuDescription d =

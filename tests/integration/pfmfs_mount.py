@@ -195,10 +195,10 @@ SIM_PMU = PmuTable(
     # The PMDs each PMC configures (pmu/desc/pmcN/pmds).
     pmc_pmds={0: '0x1', 1: '0x2', 2: '0x4', 3: '0x8', 16: '0x70000'},
     pmc_desc={
-        0: ('PERFEVTSEL0', '0x186', '0x0', '0xffffffff00000000'),
-        1: ('PERFEVTSEL1', '0x187', '0x0', '0xffffffff00000000'),
-        2: ('PERFEVTSEL2', '0x188', '0x0', '0xffffffff00000000'),
-        3: ('PERFEVTSEL3', '0x189', '0x0', '0xffffffff00000000'),
+        0: ('PERFEVTSEL0', '0x186', '0x0', '0xffffffffff8c0000'),
+        1: ('PERFEVTSEL1', '0x187', '0x0', '0xffffffffff8c0000'),
+        2: ('PERFEVTSEL2', '0x188', '0x0', '0xffffffffff8c0000'),
+        3: ('PERFEVTSEL3', '0x189', '0x0', '0xffffffffff8c0000'),
         16: ('FIXED_CTR_CTRL', '0x38d', '0x0', '0xfffffffffffff000'),
     },
     pmd_desc={
@@ -251,7 +251,11 @@ X86_PMU = PmuTable(**dict(
     backend='x86', thread_system_coexist=False, inherits=True,
     info='backend=x86 model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
          'features=fixed_counters,global_ctrl,ovfl_intr,inherit,emulated tick_ns=1000000\n',
-    events=[e for e in SIM_PMU.events if 'SIM_PHASE' not in e]))
+    events=[e for e in SIM_PMU.events if 'SIM_PHASE' not in e],
+    # The test PMU is version 2: AnyThread (PERFEVTSEL bit 21, bit 2 of each
+    # fixed counter's field) is reserved too.
+    pmc_desc={k: (v[0], v[1], v[2], '0xffffffffffac0000' if k < 16 else '0xfffffffffffff444')
+              for k, v in SIM_PMU.pmc_desc.items()}))
 
 PMU = SIM_PMU if SIM else PERF_PMU if PERF else X86_PMU
 

@@ -195,6 +195,9 @@ TEST(PerfModels, X86Mapping) {
   PmuDescription d = x86Description(4);
   EXPECT_TRUE(d.validate().empty());
   EXPECT_EQ(d.model, "perf-x86");
+  // perf gets edge, invert and the counter mask (kRawBits); pin control and
+  // AnyThread it would drop, so they are reserved.
+  EXPECT_EQ(d.pmcs[0].rsvd_mask, 0xffffffff00280000ull);
   EXPECT_EQ(d.width(), 64u);
   std::vector<std::uint64_t> pmcs(d.pmcs.size(), 0);
   using namespace intel;

@@ -84,7 +84,11 @@ TEST(X86Describe, FixedCountersAsTheModuleReportsThem) {
   EXPECT_EQ(pmdIndices(*two), (std::vector<unsigned>{0, 1, 2, 3, 16, 17}));
   EXPECT_EQ(two->pmds[4].width, 40u);
   EXPECT_EQ(two->pmds[0].width, 48u);
-  EXPECT_EQ(two->pmcs.back().rsvd_mask, ~std::uint64_t{0xff});  // two 4-bit fields
+  // Two 4-bit fields, AnyThread (bit 2 of each) reserved on version 2.
+  EXPECT_EQ(two->pmcs.back().rsvd_mask, ~std::uint64_t{0xbb});
+  i.arch_version = 3;
+  EXPECT_EQ(describe(i)->pmcs.back().rsvd_mask, ~std::uint64_t{0xff});
+  i.arch_version = 2;
   for (const auto& e : two->events) {
     if (e.name == "UNHALTED_REFERENCE_CYCLES") {
       EXPECT_EQ(e.counters, 0xfu);  // FIXED_CTR2 is missing
@@ -95,6 +99,19 @@ TEST(X86Describe, FixedCountersAsTheModuleReportsThem) {
   auto five = describe(i);
   ASSERT_TRUE(five);
   EXPECT_EQ(pmdIndices(*five), (std::vector<unsigned>{0, 1, 2, 3, 16, 17, 18}));
+}
+
+// A PERFEVTSEL reserves what the PMU does not do: AnyThread before version
+// 3; on the module's test PMU also edge, pin control, invert and the
+// counter mask, which its rates cannot honour.
+TEST(X86Describe, PerfEvtSelReservesWhatThePmuLacks) {
+  HelperInfo i = emulatedInfo();
+  EXPECT_EQ(describe(i)->pmcs[0].rsvd_mask, 0xffffffffffac0000ull);
+  i.emulated = false;
+  EXPECT_EQ(describe(i)->pmcs[0].rsvd_mask, 0xffffffff00200000ull);
+  i.arch_version = 3;
+  EXPECT_EQ(describe(i)->pmcs[0].rsvd_mask, 0xffffffff00000000ull);
+  EXPECT_EQ(describe(i)->pmds[0].any_bits, 1ull << 21);
 }
 
 TEST(X86Describe, APmuPfmfsCannotDriveIsRefused) {

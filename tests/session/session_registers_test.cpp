@@ -127,12 +127,18 @@ const RegCase kRegCases[] = {
     // Boundary values that must succeed.
     {"EvtselZero", pmc(0, 0), 0, Caller::user(12345, 12345)},
     {"EvtselUsrOnly", pmc(0, kUsr), 0, Caller::user(12345, 12345)},
-    {"EvtselLow32AllOnesRoot", pmc(0, 0xffffffff), 0},
-    {"EvtselLow32AllButOsAnyUser", pmc(0, 0xffddffff), 0, Caller::user(12345, 12345)},
+    // The sim implements every PERFEVTSEL bit of 31:0 but edge (18), pin
+    // control (19), invert (23) and the counter mask (31:24).
+    {"EvtselAllImplementedRoot", pmc(0, 0x0073ffff), 0},
+    {"EvtselAllImplementedButOsAnyUser", pmc(0, 0x0051ffff), 0, Caller::user(12345, 12345)},
+    {"EvtselEdgeOnSim", pmc(0, kCycles | (1ull << 18)), EINVAL},
+    {"EvtselPinControlOnSim", pmc(0, kCycles | (1ull << 19)), EINVAL},
+    {"EvtselInvertOnSim", pmc(0, kCycles | (1ull << 23)), EINVAL},
+    {"EvtselCmaskOnSim", pmc(0, kCycles | (1ull << 24)), EINVAL},
     {"EvtselWithEnAndInt", pmc(3, kCycles | kEn | kInt), 0, Caller::user(12345, 12345)},
     {"EvtselNoEmul64", pmc(1, kInstructions, true), 0},
     {"EvtselZeroNoEmul64", pmc(2, 0, true), 0},
-    {"Evtsel7With8Counters", pmc(7, 0xffffffff), 0, Caller::root(), 0, 8},
+    {"Evtsel7With8Counters", pmc(7, 0x0073ffff), 0, Caller::root(), 0, 8},
     {"FixedAllFieldsRoot", pmc(16, 0xfff), 0},
     {"FixedUsrPmiAllUser", pmc(16, 0xaaa), 0, Caller::user(12345, 12345)},
     {"FixedUsrAllUser", pmc(16, 0x222), 0, Caller::user(12345, 12345)},
