@@ -28,6 +28,8 @@ std::atomic<bool> g_verbose{false};
 constexpr int kNotForced = INT_MIN;
 std::atomic<int> g_forced_type{kNotForced};
 
+int forcedType() { return g_forced_type.load(std::memory_order_relaxed); }
+
 void vprint(const char* fmt, va_list ap) {
   // One fprintf per line so that lines of several threads do not interleave.
   char line[1024];
@@ -39,17 +41,33 @@ void vprint(const char* fmt, va_list ap) {
 
 const PmuModel* currentModel() { return g_model.load(std::memory_order_acquire); }
 
-int pmuTypeOf(const std::string& model) {
-  if (model.rfind("intel-arch", 0) == 0 || model == "perf-x86" || model.rfind("x86", 0) == 0)
-    return PFMLIB_GEN_IA32_PMU;
-  return PFMLIB_UNKNOWN_PMU;
+bool modelCanBe(const PmuModel& m, int type) {
+  if (type == PFMLIB_GEN_IA32_PMU) return true;
+  // Intel Core (Core 2) is an architectural perfmon v2 PMU with fixed
+  // counters: what the sim, x86 and perf-x86 describe. perf-sw is not.
+  if (type == PFMLIB_CORE_PMU) return m.model.rfind("intel-arch", 0) == 0 || m.model == "perf-x86";
+  return false;
 }
 
-// PFMFS_PMU_NAME overrides it: PAPI 7.0.0's perfmon2 component crashes when
-// its preset table knows the PMU's name (docs/libpfm-compat.md, "PAPI").
+int currentPmuType(const PmuModel& m) {
+  int forced = g_forced_type.load(std::memory_order_relaxed);
+  return forced != kNotForced && modelCanBe(m, forced) ? forced : PFMLIB_GEN_IA32_PMU;
+}
+
+const char* libpfmTypeName(int type) {
+  switch (type) {
+    case PFMLIB_GEN_IA32_PMU:
+      return "Intel architectural PMU";
+    case PFMLIB_CORE_PMU:
+      return "Intel Core";
+    default:
+      return nullptr;
+  }
+}
+
 std::string libpfmName(const PmuModel& m) {
   if (const char* name = secure_getenv("PFMFS_PMU_NAME"); name && *name) return name;
-  return pmuTypeOf(m.model) == PFMLIB_GEN_IA32_PMU ? "Intel architectural PMU" : m.model;
+  return m.model;
 }
 
 int copyName(const std::string& s, char* buf, std::size_t maxlen) {
@@ -126,9 +144,20 @@ PFMLIB_EXPORT int pfm_initialize(void) {
     delete model;
     return PFMLIB_ERR_NOTSUPP;
   }
-  int forced = g_forced_type.load(std::memory_order_relaxed);
-  if (forced != kNotForced && forced != pmuTypeOf(model->model)) {
-    verbosef("pfm_initialize: the mount's PMU (%s) is not of the forced type %d", model->model.c_str(), forced);
+  // LIBPFM_FORCE_PMU=TYPE, as libpfm 3.10 read it; a type forced by a call
+  // before this one wins.
+  if (const char* env = secure_getenv("LIBPFM_FORCE_PMU"); env && *env && forcedType() == kNotForced) {
+    char* end = nullptr;
+    long type = strtol(env, &end, 0);
+    if (*end || type < 0 || type > INT_MAX) {
+      verbosef("pfm_initialize: LIBPFM_FORCE_PMU=%s is not a PMU type number", env);
+      delete model;
+      return PFMLIB_ERR_NOTSUPP;
+    }
+    g_forced_type.store(static_cast<int>(type), std::memory_order_relaxed);
+  }
+  if (int forced = forcedType(); forced != kNotForced && !modelCanBe(*model, forced)) {
+    verbosef("pfm_initialize: the mount's PMU (%s) cannot be of the forced type %d", model->model.c_str(), forced);
     delete model;
     return PFMLIB_ERR_NOTSUPP;
   }
@@ -145,14 +174,15 @@ PFMLIB_EXPORT int pfm_get_version(unsigned int* version) {
   return PFMLIB_SUCCESS;
 }
 
-// The PMU is the mount's, so forcing can only agree with it. Before
-// pfm_initialize() the type is remembered (PFMLIB_GEN_IA32_PMU and
-// PFMLIB_UNKNOWN_PMU, the only types pfmfs reports, are accepted) and
-// pfm_initialize() fails with PFMLIB_ERR_NOTSUPP if the mount's type differs;
-// afterwards the type must be the current one.
+// The PMU is the mount's: forcing chooses how the library presents it, among
+// the types its model can be (modelCanBe: PFMLIB_GEN_IA32_PMU, and
+// PFMLIB_CORE_PMU on the Intel architectural models), at any time as with
+// libpfm 3.10. Before pfm_initialize() either of those two is remembered and
+// pfm_initialize() fails with PFMLIB_ERR_NOTSUPP if the mount's model cannot
+// be it. Any other type: PFMLIB_ERR_NOTSUPP, nothing changed.
 PFMLIB_EXPORT int pfm_force_pmu(int type) {
-  if (const PmuModel* m = currentModel()) return type == pmuTypeOf(m->model) ? PFMLIB_SUCCESS : PFMLIB_ERR_NOTSUPP;
-  if (type != PFMLIB_GEN_IA32_PMU && type != PFMLIB_UNKNOWN_PMU) return PFMLIB_ERR_NOTSUPP;
+  if (!libpfmTypeName(type)) return PFMLIB_ERR_NOTSUPP;
+  if (const PmuModel* m = currentModel(); m && !modelCanBe(*m, type)) return PFMLIB_ERR_NOTSUPP;
   g_forced_type.store(type, std::memory_order_relaxed);
   return PFMLIB_SUCCESS;
 }

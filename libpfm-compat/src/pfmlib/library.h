@@ -20,13 +20,24 @@ namespace pfmcompat::pfmlib {
 // never changes, so callers may keep the reference without a lock.
 const PmuModel* currentModel();
 
-// The pfmlib type of a model name: PFMLIB_GEN_IA32_PMU for x86 models
-// (intel-arch-*, perf-x86), else PFMLIB_UNKNOWN_PMU.
-int pmuTypeOf(const std::string& model);
+// libpfm 3.10's PMU type of the mount's model: PFMLIB_GEN_IA32_PMU for every
+// pfmfs model (their PMCs are PERFEVTSELs: the architectural ones of the sim,
+// x86 and perf-x86, and perf-sw's software selectors of the same layout),
+// or PFMLIB_CORE_PMU once pfm_force_pmu() or LIBPFM_FORCE_PMU asked for it on
+// a model that is an Intel architectural PMU (docs/libpfm-compat.md, "PMU
+// types").
+int currentPmuType(const PmuModel& m);
 
-// The PMU's name as libpfm 3.10 gave it (pfm_get_pmu_name): "Intel
-// architectural PMU" for PFMLIB_GEN_IA32_PMU, else the mount's model name;
-// $PFMFS_PMU_NAME when set and not empty.
+// Whether `type` is one the model can answer.
+bool modelCanBe(const PmuModel& m, int type);
+
+// libpfm 3.10's name of a PMU type pfmfs can be ("Intel architectural PMU",
+// "Intel Core"), or nullptr.
+const char* libpfmTypeName(int type);
+
+// The PMU's name (pfm_get_pmu_name): the mount's model name ("intel-arch-v2",
+// "perf-sw"), or $PFMFS_PMU_NAME when set and not empty (for a PAPI patched
+// to take libpfm 3.10's "Intel architectural PMU": docs/libpfm-compat.md).
 std::string libpfmName(const PmuModel& m);
 
 // Copies `s` into the caller's buffer of `maxlen` bytes (NUL included).

@@ -17,10 +17,8 @@ PFMLIB_EXPORT int pfm_list_supported_pmus(int (*pf)(const char* fmt, ...)) {
   return PFMLIB_SUCCESS;
 }
 
-// libpfm 3.10's name of the PMU where it had one (the Intel architectural
-// models: "Intel architectural PMU", which PAPI's preset table looks up),
-// else the model name of pmu/info ("perf-sw"); a name that does not fit is
-// cut and PFMLIB_ERR_FULL returned.
+// The mount's model name ("intel-arch-v2", "perf-sw"), or $PFMFS_PMU_NAME
+// (libpfmName); a name that does not fit is cut and PFMLIB_ERR_FULL returned.
 PFMLIB_EXPORT int pfm_get_pmu_name(char* name, int maxlen) {
   const PmuModel* m = currentModel();
   if (!m) return PFMLIB_ERR_NOINIT;
@@ -28,29 +26,30 @@ PFMLIB_EXPORT int pfm_get_pmu_name(char* name, int maxlen) {
   return copyName(libpfmName(*m), name, static_cast<std::size_t>(maxlen));
 }
 
-// PFMLIB_GEN_IA32_PMU for x86 models (intel-arch-*, perf-x86), where the
-// PERFEVTSEL encoding applies; PFMLIB_UNKNOWN_PMU for the others (perf-sw).
+// currentPmuType(): PFMLIB_GEN_IA32_PMU, or PFMLIB_CORE_PMU when forced.
 PFMLIB_EXPORT int pfm_get_pmu_type(int* type) {
   const PmuModel* m = currentModel();
   if (!m) return PFMLIB_ERR_NOINIT;
   if (!type) return PFMLIB_ERR_INVAL;
-  *type = pmuTypeOf(m->model);
+  *type = currentPmuType(*m);
   return PFMLIB_SUCCESS;
 }
 
-// The name of the current PMU when `type` is its type; PFMLIB_ERR_INVAL for
-// any other type, as for a family the library does not know.
+// libpfm 3.10's name of a PMU type the library can present, before
+// pfm_initialize() too, as libpfm 3.10 answered from its compiled-in table;
+// PFMLIB_ERR_INVAL for any other type.
 PFMLIB_EXPORT int pfm_get_pmu_name_bytype(int type, char* name, size_t maxlen) {
-  const PmuModel* m = currentModel();
-  if (!m) return PFMLIB_ERR_NOINIT;
-  if (!name || maxlen < 1 || type != pmuTypeOf(m->model)) return PFMLIB_ERR_INVAL;
-  return copyName(libpfmName(*m), name, maxlen);
+  const char* known = libpfmTypeName(type);
+  if (!known || !name || maxlen < 1) return PFMLIB_ERR_INVAL;
+  return copyName(known, name, maxlen);
 }
 
+// PFMLIB_SUCCESS for a type the mount's model can be (pfm_force_pmu() would
+// take it), PFMLIB_ERR_NOTSUPP for any other.
 PFMLIB_EXPORT int pfm_is_pmu_supported(int type) {
   const PmuModel* m = currentModel();
   if (!m) return PFMLIB_ERR_NOINIT;
-  return type == pmuTypeOf(m->model) ? PFMLIB_SUCCESS : PFMLIB_ERR_NOTSUPP;
+  return modelCanBe(*m, type) ? PFMLIB_SUCCESS : PFMLIB_ERR_NOTSUPP;
 }
 
 PFMLIB_EXPORT int pfm_get_impl_pmcs(pfmlib_regmask_t* impl_pmcs) {
