@@ -90,6 +90,29 @@ def pebsSources():
     return out
 
 
+# The pfm_* functions libpfm 3.10's x86-64 libpfm.so.3 exported (every
+# non-static definition of its lib/Makefile's x86_64 sources, at
+# icl-utk-edu/papi 5a353fcb, src/libpfm-3.y), and the two libpfm-compat
+# leaves out, which no installed header declared (docs/libpfm-compat.md,
+# "The exported functions").
+LIBPFM_3_10_EXPORTS = [
+    'pfm_amd64_get_event_umask', 'pfm_attach', 'pfm_core_is_pebs', 'pfm_create', 'pfm_create_context',
+    'pfm_create_evtsets', 'pfm_create_sets', 'pfm_delete_evtsets', 'pfm_dispatch_events', 'pfm_find_event',
+    'pfm_find_event_bycode', 'pfm_find_event_bycode_next', 'pfm_find_event_byname', 'pfm_find_event_mask',
+    'pfm_find_full_event', 'pfm_force_pmu', 'pfm_get_cycle_event', 'pfm_get_event_code',
+    'pfm_get_event_code_counter', 'pfm_get_event_counters', 'pfm_get_event_description', 'pfm_get_event_mask_code',
+    'pfm_get_event_mask_description', 'pfm_get_event_mask_name', 'pfm_get_event_name', 'pfm_get_full_event_name',
+    'pfm_get_hw_counter_width', 'pfm_get_impl_counters', 'pfm_get_impl_pmcs', 'pfm_get_impl_pmds',
+    'pfm_get_inst_retired_event', 'pfm_get_max_event_name_len', 'pfm_get_num_counters', 'pfm_get_num_event_masks',
+    'pfm_get_num_events', 'pfm_get_num_pmcs', 'pfm_get_num_pmds', 'pfm_get_pmu_name', 'pfm_get_pmu_name_bytype',
+    'pfm_get_pmu_type', 'pfm_get_version', 'pfm_getinfo_evtsets', 'pfm_getinfo_sets', 'pfm_init_syscalls',
+    'pfm_initialize', 'pfm_intel_atom_has_pebs', 'pfm_is_pmu_supported', 'pfm_list_supported_pmus',
+    'pfm_load_context', 'pfm_nhm_data_src_desc', 'pfm_nhm_is_pebs', 'pfm_nhm_is_uncore', 'pfm_read', 'pfm_read_pmds',
+    'pfm_restart', 'pfm_set_options', 'pfm_set_state', 'pfm_start', 'pfm_stop', 'pfm_strerror', 'pfm_unload_context',
+    'pfm_write', 'pfm_write_pmcs', 'pfm_write_pmds',
+]
+NOT_EXPORTED = ['pfm_amd64_get_event_umask', 'pfm_init_syscalls']
+
 class Compiler:
     """Compiles sources (-c, ISO C99 or C++11, -pedantic-errors and the
     driver's warnings) against the installed headers, several at once."""
