@@ -1,4 +1,5 @@
-// perfmon2's /sys/kernel/perfmon from the mount (sysfs_files.h). Formats are
+// What perfmon2's /sys/kernel/perfmon files say, from the mount
+// (sysfs_files.h; the tree's shape is sysfs_tree.cpp's). Formats are
 // perfmon2's own (perfmon_sysfs.c of the v2.8x kernels): one value and a
 // newline per file, "0x%llx" for addresses, default values and reserved
 // masks, decimal for widths and counts, "MAJ.MIN" for a sampling format's
@@ -37,19 +38,6 @@ constexpr uint64_t kSyscallBase = 295;
 constexpr uint64_t kPmcWidth = 64;
 constexpr size_t kPathMax = 4096;
 
-// PFMFS_SYSFS=0 turns the files off; read once. -1: not read yet.
-std::atomic<int> g_enabled{-1};
-
-bool enabled() {
-  int e = g_enabled.load(std::memory_order_relaxed);
-  if (e < 0) {
-    const char* v = getenv("PFMFS_SYSFS");
-    e = (v && strcmp(v, "0") == 0) ? 0 : 1;
-    g_enabled.store(e, std::memory_order_relaxed);
-  }
-  return e == 1;
-}
-
 // MOUNT/rel (NUL-terminated) into buf: its length, or -errno.
 long readMount(const char* rel, char* buf, size_t cap) {
   const char* mount = mountPath();
@@ -77,6 +65,8 @@ size_t firstLine(const char* text, size_t len) {
 std::atomic<bool> g_pmu_known{false};
 std::atomic<uint64_t> g_pmcs{0}, g_pmds{0};
 
+}  // namespace
+
 bool pmuMasks(uint64_t* pmcs, uint64_t* pmds) {
   if (!g_pmu_known.load(std::memory_order_acquire)) {
     char info[1024];
@@ -94,82 +84,7 @@ bool pmuMasks(uint64_t* pmcs, uint64_t* pmds) {
   return true;
 }
 
-bool nameIs(const char* name, size_t n, const char* want) { return strlen(want) == n && memcmp(name, want, n) == 0; }
-
-struct Entry {
-  const char* name;
-  Kind kind;
-};
-constexpr Entry kRootEntries[] = {
-    {"version", Kind::kVersion},
-    {"syscall", Kind::kSyscall},
-    {"task_sessions_count", Kind::kTaskSessions},
-    {"sys_sessions_count", Kind::kSysSessions},
-    {"smpl_buffer_mem_cur", Kind::kSmplBufferMem},
-    {"formats", Kind::kFormats},
-    {"pmu_desc", Kind::kPmuDesc},
-};
-// perfmon2 gave each format a directory of its name holding `version`; the
-// mount has one format (pfmfs(5), SAMPLING).
-constexpr char kDefaultFormat[] = PFM_DFL_SMPL_NAME;
-constexpr const char* kAttrNames[] = {"name", "dfl_val", "rsvd_msk", "width", "addr"};
-
-// "pmcN"/"pmdN" with N as perfmon2 printed it (decimal, no leading zero),
-// for a register the PMU has.
-bool lookupRegister(const char* name, size_t n, uint64_t pmcs, uint64_t pmds, Node* out) {
-  if (n < 4 || n > 5 || name[0] != 'p' || name[1] != 'm' || (name[2] != 'c' && name[2] != 'd')) return false;
-  if (name[3] == '0' && n > 4) return false;
-  unsigned reg = 0;
-  for (size_t i = 3; i < n; ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-    reg = reg * 10 + unsigned(name[i] - '0');
-  }
-  bool pmd = name[2] == 'd';
-  if (reg >= 64 || !(((pmd ? pmds : pmcs) >> reg) & 1)) return false;
-  out->kind = Kind::kRegDir;
-  out->pmd = pmd;
-  out->reg = uint8_t(reg);
-  return true;
-}
-
-bool lookupChild(const Node& dir, const char* name, size_t n, uint64_t pmcs, uint64_t pmds, Node* out) {
-  *out = dir;
-  switch (dir.kind) {
-    case Kind::kRoot:
-      for (const Entry& e : kRootEntries) {
-        if (nameIs(name, n, e.name)) {
-          out->kind = e.kind;
-          return true;
-        }
-      }
-      return false;
-    case Kind::kFormats:
-      if (!nameIs(name, n, kDefaultFormat)) return false;
-      out->kind = Kind::kFormatDir;
-      return true;
-    case Kind::kFormatDir:
-      if (!nameIs(name, n, "version")) return false;
-      out->kind = Kind::kFormatVersion;
-      return true;
-    case Kind::kPmuDesc:
-      if (nameIs(name, n, "model")) {
-        out->kind = Kind::kModel;
-        return true;
-      }
-      return lookupRegister(name, n, pmcs, pmds, out);
-    case Kind::kRegDir:
-      for (size_t i = 0; i < sizeof kAttrNames / sizeof kAttrNames[0]; ++i) {
-        if (nameIs(name, n, kAttrNames[i])) {
-          out->kind = Kind::kRegAttr;
-          out->attr = Attr(i);
-          return true;
-        }
-      }
-      return false;
-    default:
-      return false;
-  }
-}
+namespace {
 
 // "pmu/desc/pmc3/" and the like into b.
 void registerDir(const Node& node, TextBuilder& b) {
@@ -308,51 +223,6 @@ long sampleBufferBytes(TextBuilder& out) {
 
 }  // namespace
 
-Resolved resolve(const char* path) {
-  Resolved r;
-  uint64_t pmcs, pmds;
-  if (!enabled() || !mountPath() || !pmuMasks(&pmcs, &pmds)) return r;  // kPassThrough
-
-  Node stack[4];  // root, pmu_desc, pmcN, attr: the deepest path
-  int depth = 0;
-  const char* p = path + kPrefixLen;
-  for (;;) {
-    while (*p == '/') ++p;
-    if (*p == '\0') break;
-    const char* name = p;
-    while (*p && *p != '/') ++p;
-    size_t n = size_t(p - name);
-    if (!stack[depth].isDir()) {
-      r.what = Resolved::kError;
-      r.error = ENOTDIR;
-      return r;
-    }
-    if (n == 1 && name[0] == '.') continue;
-    if (n == 2 && name[0] == '.' && name[1] == '.') {
-      if (depth == 0) return r;  // out of the tree: /sys/kernel's business
-      --depth;
-      continue;
-    }
-    Node child;
-    if (!lookupChild(stack[depth], name, n, pmcs, pmds, &child)) {
-      r.what = Resolved::kError;
-      r.error = ENOENT;
-      r.createsIn = *p == '\0';
-      return r;
-    }
-    stack[++depth] = child;
-  }
-  // "version/" names a directory that is not one.
-  if (p[-1] == '/' && !stack[depth].isDir()) {
-    r.what = Resolved::kError;
-    r.error = ENOTDIR;
-    return r;
-  }
-  r.what = Resolved::kFound;
-  r.node = stack[depth];
-  return r;
-}
-
 long content(const Node& node, char* buf, size_t cap) {
   TextBuilder out(buf, cap);
   long r = 0;
@@ -371,6 +241,9 @@ long content(const Node& node, char* buf, size_t cap) {
       break;
     case Kind::kSmplBufferMem:
       r = sampleBufferBytes(out);
+      break;
+    case Kind::kSmplBufferMax:  // perfmon2's default, ~0: no machine-wide limit
+      out.dec(~uint64_t(0));
       break;
     case Kind::kFormatVersion:
       out.dec(PFM_DFL_SMPL_VERSION_MAJ).add('.').dec(PFM_DFL_SMPL_VERSION_MIN);
@@ -402,10 +275,7 @@ int statNode(const Node& node, struct stat* st) {
   st->st_atim = root.st_atim;
   st->st_mtim = root.st_mtim;
   st->st_ctim = root.st_ctim;
-  // A stable inode number per node, as a directory walk expects: the node's
-  // identity, never 0.
-  st->st_ino = 1 + ((uint64_t(node.kind) << 16) | (uint64_t(node.pmd) << 15) | (uint64_t(node.reg) << 4) |
-                    (node.kind == Kind::kRegAttr ? uint64_t(node.attr) + 1 : 0));
+  st->st_ino = inodeOf(node);
   if (node.isDir()) {
     st->st_mode = S_IFDIR | 0555;
     st->st_nlink = 2;  // "." and the entry in its parent; sysfs adds its subdirectories

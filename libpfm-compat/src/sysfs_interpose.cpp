@@ -1,8 +1,9 @@
 // The libc calls perfmon2 programs reach /sys/kernel/perfmon with, answered
 // from the mount (sysfs_files.h): open, open64, openat, openat64 and their
 // _FORTIFY_SOURCE entries, fopen, fopen64, access, faccessat, euidaccess,
-// eaccess, stat, lstat, fstatat (and their 64 and pre-2.33 __xstat names),
-// statx and opendir. libpfm.so.3 exports these names (libpfm.map), so the
+// eaccess, stat, lstat, fstatat (and their 64 and pre-2.33 __xstat names)
+// and statx; sysfs_dir_interpose.cpp has opendir and the rest of the
+// directory calls. libpfm.so.3 exports these names (libpfm.map), so the
 // dynamic linker binds a program's calls to them before libc's; in libpfm.a
 // they are weak (make_static.sh).
 //
@@ -89,8 +90,9 @@ bool answerOpen(const char* path, int flags, int* result) {
   if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) {
     *result = -EEXIST;
   } else if (r.node.isDir()) {
-    // A directory descriptor cannot be made up (nor a listing): see
-    // docs/libpfm-compat.md. Writing one is EISDIR, as anywhere.
+    // A directory descriptor cannot be made up (opendir lists the directory
+    // without one: sysfs_dir_interpose.cpp). Writing one is EISDIR, as
+    // anywhere.
     *result = (writes || (flags & O_CREAT)) ? -EISDIR : -EOPNOTSUPP;
   } else if (flags & O_DIRECTORY) {
     *result = -ENOTDIR;
@@ -324,21 +326,4 @@ int pfmfs_statx(int dirfd, const char* path, int flags, unsigned int mask, struc
   if (!sysfs::answerStat(path, &st, &r)) return libc::statx(dirfd, path, flags, mask, sx);
   if (r == 0) sysfs::statToStatx(st, sx);
   return sysfs::finish(r, saved);
-}
-
-// ---- opendir ---------------------------------------------------------------
-
-// Our directories cannot be listed (a DIR is libc's own): EOPNOTSUPP, and
-// the errors of open(O_DIRECTORY) for the rest.
-SYSFS_EXPORT DIR* pfmfs_opendir(const char* path) __asm__("opendir");
-DIR* pfmfs_opendir(const char* path) {
-  if (!sysfs::underPrefix(path)) return libc::opendir(path);
-  int saved = errno, r;
-  if (!sysfs::answerOpen(path, O_RDONLY | O_DIRECTORY, &r)) return libc::opendir(path);
-  if (r >= 0) {  // not reached: a file is ENOTDIR, a directory EOPNOTSUPP
-    close(r);
-    r = -EOPNOTSUPP;
-  }
-  sysfs::finish(r, saved);
-  return nullptr;
 }

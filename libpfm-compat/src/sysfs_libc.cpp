@@ -49,16 +49,26 @@ enum Fn {
   kFxstatat64,
   kStatx,
   kOpendir,
+  kFdopendir,
+  kReaddir64,
+  kReaddir64R,
+  kClosedir,
+  kRewinddir,
+  kDirfd,
+  kTelldir,
+  kSeekdir,
+  kScandir64,
   kMmap,
   kMmap64,
   kCount
 };
 
 constexpr const char* kNames[kCount] = {
-    "open",       "open64",       "openat",  "openat64",  "__open_2",   "__open64_2", "__openat_2", "__openat64_2",
-    "fopen",      "fopen64",      "access",  "faccessat", "euidaccess", "eaccess",    "stat",       "stat64",
-    "lstat",      "lstat64",      "fstatat", "fstatat64", "__xstat",    "__xstat64",  "__lxstat",   "__lxstat64",
-    "__fxstatat", "__fxstatat64", "statx",   "opendir",   "mmap",       "mmap64",
+    "open",       "open64",       "openat",  "openat64",  "__open_2",   "__open64_2", "__openat_2",  "__openat64_2",
+    "fopen",      "fopen64",      "access",  "faccessat", "euidaccess", "eaccess",    "stat",        "stat64",
+    "lstat",      "lstat64",      "fstatat", "fstatat64", "__xstat",    "__xstat64",  "__lxstat",    "__lxstat64",
+    "__fxstatat", "__fxstatat64", "statx",   "opendir",   "fdopendir",  "readdir64",  "readdir64_r", "closedir",
+    "rewinddir",  "dirfd",        "telldir", "seekdir",   "scandir64",  "mmap",       "mmap64",
 };
 
 std::atomic<void*> g_fn[kCount];
@@ -123,6 +133,14 @@ using FxstatatFn = int (*)(int, int, const char*, struct stat*, int);
 using Fxstatat64Fn = int (*)(int, int, const char*, struct stat64*, int);
 using StatxFn = int (*)(int, const char*, int, unsigned int, struct statx*);
 using OpendirFn = DIR* (*)(const char*);
+using FdopendirFn = DIR* (*)(int);
+using ReaddirFn = struct dirent64* (*)(DIR*);
+using ReaddirRFn = int (*)(DIR*, struct dirent64*, struct dirent64**);
+using DirIntFn = int (*)(DIR*);  // closedir, dirfd
+using RewinddirFn = void (*)(DIR*);
+using TelldirFn = long (*)(DIR*);
+using SeekdirFn = void (*)(DIR*, long);
+using ScandirFn = int (*)(const char*, struct dirent64***, ScanFilter, ScanCompare);
 
 // The system calls libc makes for these on x86_64 (struct stat is the
 // kernel's there, for newfstatat).
@@ -154,18 +172,6 @@ FILE* sysFopen(const char* path, const char* mode) {
     errno = err;
   }
   return f;
-}
-
-DIR* sysOpendir(const char* path) {
-  int fd = sysOpenat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC, 0);
-  if (fd < 0) return nullptr;
-  DIR* d = fdopendir(fd);
-  if (!d) {
-    int err = errno;
-    ::close(fd);
-    errno = err;
-  }
-  return d;
 }
 
 }  // namespace
@@ -334,9 +340,64 @@ int statx(int dirfd, const char* path, int flags, unsigned int mask, struct stat
   return int(syscall(SYS_statx, dirfd, path, flags, mask, st));
 }
 
-DIR* opendir(const char* path) {
-  if (auto f = real<OpendirFn>(kOpendir)) return f(path);
-  return sysOpendir(path);
+bool opendir(const char* path, DIR** out) {
+  auto f = real<OpendirFn>(kOpendir);
+  if (f) *out = f(path);
+  return f != nullptr;
+}
+
+bool fdopendir(int fd, DIR** out) {
+  auto f = real<FdopendirFn>(kFdopendir);
+  if (f) *out = f(fd);
+  return f != nullptr;
+}
+
+bool readdir64(DIR* d, struct dirent64** out) {
+  auto f = real<ReaddirFn>(kReaddir64);
+  if (f) *out = f(d);
+  return f != nullptr;
+}
+
+bool readdir64_r(DIR* d, struct dirent64* entry, struct dirent64** result, int* out) {
+  auto f = real<ReaddirRFn>(kReaddir64R);
+  if (f) *out = f(d, entry, result);
+  return f != nullptr;
+}
+
+bool closedir(DIR* d, int* out) {
+  auto f = real<DirIntFn>(kClosedir);
+  if (f) *out = f(d);
+  return f != nullptr;
+}
+
+bool rewinddir(DIR* d) {
+  auto f = real<RewinddirFn>(kRewinddir);
+  if (f) f(d);
+  return f != nullptr;
+}
+
+bool dirfd(DIR* d, int* out) {
+  auto f = real<DirIntFn>(kDirfd);
+  if (f) *out = f(d);
+  return f != nullptr;
+}
+
+bool telldir(DIR* d, long* out) {
+  auto f = real<TelldirFn>(kTelldir);
+  if (f) *out = f(d);
+  return f != nullptr;
+}
+
+bool seekdir(DIR* d, long pos) {
+  auto f = real<SeekdirFn>(kSeekdir);
+  if (f) f(d, pos);
+  return f != nullptr;
+}
+
+bool scandir64(const char* path, struct dirent64*** list, ScanFilter filter, ScanCompare compare, int* out) {
+  auto f = real<ScandirFn>(kScandir64);
+  if (f) *out = f(path, list, filter, compare);
+  return f != nullptr;
 }
 
 PFMFS_NOT_INSTRUMENTED bool mmapReady(bool is64, MmapFn* fn) {

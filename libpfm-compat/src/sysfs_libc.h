@@ -8,8 +8,10 @@
 // time, by a constructor). Where there is none (a fully static program: no
 // dlsym; or a call that arrives while the lookup runs, from inside dlsym
 // itself) the same operation is made with the system call, so errno and the
-// result are what the kernel says; fopen and opendir then go through fdopen
-// and fdopendir over the system call's descriptor.
+// result are what the kernel says; fopen then goes through fdopen over the
+// system call's descriptor. The directory-stream functions have no system
+// call to fall back on: each returns false without doing anything, and the
+// caller makes the stream itself (sysfs_dirs.h).
 #pragma once
 
 #include <dirent.h>
@@ -47,7 +49,22 @@ int lxstat64(int ver, const char* path, struct stat64* st);
 int fxstatat(int ver, int dirfd, const char* path, struct stat* st, int flags);
 int fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags);
 int statx(int dirfd, const char* path, int flags, unsigned int mask, struct statx* st);
-DIR* opendir(const char* path);
+
+// Directory streams: true and libc's result in *out, or false (no libc).
+// scandir and scandir64 are one function on x86_64, as are readdir and
+// readdir64 (struct dirent is struct dirent64 there): the 64 names only.
+using ScanFilter = int (*)(const struct dirent64*);
+using ScanCompare = int (*)(const struct dirent64**, const struct dirent64**);
+bool opendir(const char* path, DIR** out);
+bool fdopendir(int fd, DIR** out);
+bool readdir64(DIR* d, struct dirent64** out);
+bool readdir64_r(DIR* d, struct dirent64* entry, struct dirent64** result, int* out);
+bool closedir(DIR* d, int* out);
+bool rewinddir(DIR* d);
+bool dirfd(DIR* d, int* out);
+bool telldir(DIR* d, long* out);
+bool seekdir(DIR* d, long pos);
+bool scandir64(const char* path, struct dirent64*** list, ScanFilter filter, ScanCompare compare, int* out);
 void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 

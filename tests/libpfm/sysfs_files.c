@@ -6,8 +6,9 @@
  * syscall), showreginfo (open + read of pmu_desc/model and of every
  * pmcN/pmdN file for N below PFM_MAX_PMCS), and access() + fopen + fgets.
  * Each file's text is checked exactly against the mount's pmu/info and
- * pmu/desc read directly; formats/default/version, and smpl_buffer_mem_cur
- * as sampling buffers are made and closed. Then the errors (ENOENT,
+ * pmu/desc read directly; formats/default/version, smpl_buffer_mem_max,
+ * and smpl_buffer_mem_cur as sampling buffers are made and closed (the
+ * directories' listings: sysfs_dirs.c). Then the errors (ENOENT,
  * ENOTDIR, EACCES, EEXIST, EBADF on write), stat in all its names, that
  * every other path behaves as without the library (compared with the system
  * calls themselves), threads at once, and, in re-executed copies,
@@ -155,13 +156,15 @@ static void check_contents(void)
 	CHECK_EQ_U64(base, 295);
 	expect_file("syscall", "295\n");
 	expect_file("smpl_buffer_mem_cur", "0\n");
+	/* perfmon2's default, ~0 as %zu: no machine-wide limit (pfmfsd's is per user). */
+	expect_file("smpl_buffer_mem_max", "18446744073709551615\n");
 
 	/* perfmon2's formats/NAME/version: the default format, version 1.0. */
 	expect_file("formats/default/version", "1.0\n");
 	CHECK_OK(access(SYSFS "/formats/default", R_OK | X_OK));
 	CHECK_ERRNO(access(SYSFS "/formats/pebs", F_OK), ENOENT);
 	CHECK_ERRNO(open(SYSFS "/formats/default/uuid", O_RDONLY), ENOENT);
-	CHECK(opendir(SYSFS "/formats") == NULL && errno == EOPNOTSUPP, "opendir formats: %s", strerror(errno));
+	CHECK_ERRNO(open(SYSFS "/formats", O_RDONLY | O_DIRECTORY), EOPNOTSUPP);	/* listed: sysfs_dirs.c */
 
 	/* access() then fopen + fgets of the model. */
 	CHECK_OK(access(SYSFS "/pmu_desc", F_OK));
@@ -238,6 +241,8 @@ static void check_sampling_memory(void)
 	CHECK_OK(close(b));
 	CHECK_EQ_U64(wait_sessions(0), 0);
 	expect_file("smpl_buffer_mem_cur", "0\n");
+	/* perfmon2's default, ~0 as %zu: no machine-wide limit (pfmfsd's is per user). */
+	expect_file("smpl_buffer_mem_max", "18446744073709551615\n");
 }
 
 static void check_errors(void)
@@ -268,14 +273,14 @@ static void check_errors(void)
 	CHECK_OK(access(SYSFS "/pmu_desc/pmc0", R_OK | X_OK));
 	CHECK_ERRNO(faccessat(AT_FDCWD, SYSFS "/version", W_OK, AT_EACCESS), EACCES);
 
-	/* Directories: 0555, in every stat; they cannot be listed. */
+	/* Directories: 0555, in every stat (their listings: sysfs_dirs.c). */
 	CHECK_OK(stat(SYSFS, &st));
 	CHECK(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0555, "mode 0%o", st.st_mode);
 	CHECK_OK(lstat(SYSFS "/", &st2));
 	CHECK(st2.st_mode == st.st_mode && st2.st_ino == st.st_ino, "lstat " SYSFS "/");
 	CHECK_OK(stat(SYSFS "/pmu_desc//pmc0/../pmc0", &st));
 	CHECK(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0555, "pmc0: mode 0%o", st.st_mode);
-	CHECK(opendir(SYSFS) == NULL && errno == EOPNOTSUPP, "opendir: %s", strerror(errno));
+	CHECK_ERRNO(open(SYSFS, O_RDONLY), EOPNOTSUPP);	/* no descriptor stands for one */
 	CHECK(opendir(SYSFS "/version") == NULL && errno == ENOTDIR, "opendir version: %s", strerror(errno));
 	CHECK_OK(fstatat(AT_FDCWD, SYSFS "/version", &st, AT_SYMLINK_NOFOLLOW));
 	CHECK(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0444 && st.st_size == 5, "fstatat version");

@@ -62,7 +62,9 @@ INTERPOSED = sorted([
     'open', 'open64', 'openat', 'openat64', '__open_2', '__open64_2', '__openat_2', '__openat64_2',
     'fopen', 'fopen64', 'access', 'faccessat', 'euidaccess', 'eaccess',
     'stat', 'stat64', 'lstat', 'lstat64', 'fstatat', 'fstatat64',
-    '__xstat', '__xstat64', '__lxstat', '__lxstat64', '__fxstatat', '__fxstatat64', 'statx', 'opendir',
+    '__xstat', '__xstat64', '__lxstat', '__lxstat64', '__fxstatat', '__fxstatat64', 'statx',
+    'opendir', 'fdopendir', 'readdir', 'readdir64', 'readdir_r', 'readdir64_r', 'closedir', 'rewinddir', 'dirfd',
+    'telldir', 'seekdir', 'scandir', 'scandir64',
     'mmap', 'mmap64'])
 
 
@@ -480,9 +482,12 @@ class SysfsPreloadTest(LibpfmTestCase):
                 for s in os.environ.get('PFMFS_SANITIZE', 'none').split(',') if s in libs]
 
     def cat(self, m, paths, env=None):
+        return self.runPreloaded(m, ['cat', *paths], env)
+
+    def runPreloaded(self, m, cmd, env=None):
         preload = ' '.join(self.sanitizerRuntimes() + [os.path.join(INSTALLED.lib_dir, 'libpfm.so.3')])
         preload = {'LD_PRELOAD': preload, **(env or {})}
-        return subprocess.run(['cat', *paths], env=INSTALLED.runEnv(m, preload), capture_output=True, text=True,
+        return subprocess.run(cmd, env=INSTALLED.runEnv(m, preload), capture_output=True, text=True,
                               timeout=DEFAULT_TIMEOUT_S * TIME_SCALE)
 
     def test_cat_with_ld_preload(self):
@@ -500,6 +505,23 @@ class SysfsPreloadTest(LibpfmTestCase):
         p = subprocess.run(['cat', '/sys/kernel/perfmon/version'], env=INSTALLED.runEnv(m), capture_output=True,
                            text=True, timeout=DEFAULT_TIMEOUT_S * TIME_SCALE)
         self.assertEqual((p.returncode, p.stdout), (1, ''), 'without LD_PRELOAD')
+
+    def test_ls_with_ld_preload(self):
+        """ls lists the directories (opendir, readdir, dirfd, closedir;
+        sysfs_dirs.c checks every listing in a linked program)."""
+        m = self.startMount()
+        c = {'LC_ALL': 'C'}  # ls sorts by the locale's collation
+        p = self.runPreloaded(m, ['ls', '-a', '/sys/kernel/perfmon', '/sys/kernel/perfmon/formats'], c)
+        self.assertEqual((p.returncode, p.stdout, p.stderr),
+                         (0, '/sys/kernel/perfmon:\n.\n..\nformats\npmu_desc\nsmpl_buffer_mem_cur\n'
+                          'smpl_buffer_mem_max\nsys_sessions_count\nsyscall\ntask_sessions_count\nversion\n\n'
+                          '/sys/kernel/perfmon/formats:\n.\n..\ndefault\n', ''))
+        p = self.runPreloaded(m, ['ls', '-R', '/sys/kernel/perfmon/formats/default'], c)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, '/sys/kernel/perfmon/formats/default:\nversion\n', ''))
+        p = self.runPreloaded(m, ['ls', '/sys/kernel/perfmon/nope', '/sys/kernel/perfmon/version/'], c)
+        self.assertEqual((p.returncode, p.stdout), (2, ''))
+        self.assertIn('No such file or directory', p.stderr)
+        self.assertIn('Not a directory', p.stderr)
 
 
 # ---- kill -9 -----------------------------------------------------------------------------
