@@ -76,6 +76,39 @@ void queueRequest(const SignalRequest& req) {
 
 uint64_t packKey(int fd, uint32_t generation) { return uint64_t(uint32_t(fd)) | uint64_t(generation) << 32; }
 
+// Per descriptor a context was created on: the thread F_SETOWN (or
+// F_SETOWN_EX F_OWNER_PID) named there, which F_GETOWN_EX does not report
+// (noteOwner), as packKey(tid, generation); 0 for every other owner, which
+// F_GETOWN_EX reports as the kernel holds it. Written by the program's
+// threads (fcntl), read by the watcher and by drainNotifications.
+std::atomic<uint64_t> g_thread_owner[ContextTable::kMaxFd];
+
+// tid is a thread of this process now (tgkill's check: signal 0 is sent
+// to nobody). A thread that has exited, or an id that another process
+// took since, is not: the kernel sends nothing to an owner that is gone.
+bool liveThreadOfOurs(pid_t tid) {
+  const int saved = errno;
+  const bool live = tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+  errno = saved;
+  return live;
+}
+
+// The owner to signal for a notification on fd: the kernel's (F_GETOWN_EX)
+// when it reports one, else the thread noteOwner kept, as F_OWNER_PID (the
+// kernel's own type for F_SETOWN of a thread id: the signal aimed at the
+// process, with that thread preferred). generation: the context's, or
+// nullptr (any). False: no owner, no signal.
+bool currentOwner(int fd, const uint32_t* generation, struct f_owner_ex* owner) {
+  if (fcntl(fd, F_GETOWN_EX, owner) != 0) return false;
+  if (owner->pid > 0) return true;
+  if (owner->type != F_OWNER_PID || fd < 0 || fd >= ContextTable::kMaxFd) return false;
+  const uint64_t kept = g_thread_owner[fd].load(std::memory_order_acquire);
+  const pid_t tid = pid_t(uint32_t(kept));
+  if (kept == 0 || (generation && uint32_t(kept >> 32) != *generation) || !liveThreadOfOurs(tid)) return false;
+  owner->pid = tid;
+  return true;
+}
+
 void handleEvent(uint64_t key, uint32_t events) {
   if (key & kFenceKey) {  // the events before it are handled: on to the signaller
     queueRequest(SignalRequest{-1, 0, 0, 0, reinterpret_cast<Fence*>(key & ~kFenceKey)});
@@ -91,7 +124,7 @@ void handleEvent(uint64_t key, uint32_t events) {
   // it silently. An owner (F_SETOWN, F_SETOWN_EX) is what a program sets
   // together with O_ASYNC, and is kept: it is the switch.
   struct f_owner_ex owner;
-  if (fcntl(fd, F_GETOWN_EX, &owner) != 0 || owner.pid <= 0) return;  // no owner: no signal, as for any file
+  if (!currentOwner(fd, &generation, &owner)) return;  // no owner: no signal, as for any file
   int sig = fcntl(fd, F_GETSIG);
   if (sig < 0) return;
   queueRequest(SignalRequest{fd, owner.type, owner.pid, sig, nullptr});
@@ -277,8 +310,8 @@ void drainNotifications(int fd) {
     epfd = g_epoll;
   }
   struct f_owner_ex owner;
-  if (fcntl(fd, F_GETOWN_EX, &owner) != 0 || owner.pid <= 0) return;  // no owner: no signals to wait for
-  int efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);                   // readable at once
+  if (!currentOwner(fd, nullptr, &owner)) return;    // no owner: no signals to wait for
+  int efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);  // readable at once
   if (efd < 0) return;
   auto* fence = new Fence;
   pthread_condattr_t attr;
@@ -313,6 +346,16 @@ void drainNotifications(int fd) {
   MutexLock lock(g_mutex);  // the threads may still reach it: kept, a few bytes, rarely
   fence->next_abandoned = g_abandoned;
   g_abandoned = fence;
+}
+
+void noteOwner(int fd, uint32_t generation, int type, int id) {
+  if (fd < 0 || fd >= ContextTable::kMaxFd) return;
+  // Only what F_GETOWN_EX cannot say back: a thread of this process, not
+  // its first one, as the process. Another process's thread is not kept
+  // (its process is not known here); an owner the kernel reports replaces
+  // a kept thread.
+  const bool keep = type == F_OWNER_PID && id > 0 && id != getpid() && liveThreadOfOurs(id);
+  g_thread_owner[fd].store(keep ? packKey(id, generation) : 0, std::memory_order_release);
 }
 
 void watchContext(int fd, uint32_t generation) {

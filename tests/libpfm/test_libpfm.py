@@ -65,7 +65,7 @@ INTERPOSED = sorted([
     '__xstat', '__xstat64', '__lxstat', '__lxstat64', '__fxstatat', '__fxstatat64', 'statx',
     'opendir', 'fdopendir', 'readdir', 'readdir64', 'readdir_r', 'readdir64_r', 'closedir', 'rewinddir', 'dirfd',
     'telldir', 'seekdir', 'scandir', 'scandir64',
-    'mmap', 'mmap64'])
+    'mmap', 'mmap64', 'fcntl', 'fcntl64'])
 
 
 def buildRoot():
