@@ -39,7 +39,12 @@ void expectChildSamples(const std::vector<HwOverflow>& taken, pid_t target) {
     EXPECT_NE(o.tid, target) << "the child's, not the target's";
     EXPECT_NE(o.ip, 0u);
   }
-  EXPECT_GE(n, kPages / kPeriod);
+  // One sample fewer than the pages allow is seen now and then (19 for
+  // 2000 pages, about 1 run in 30 beside a busy machine) with every record
+  // the rings hold taken, none lost and none throttled: the kernel's copy
+  // counted one fault fewer or started its period later. Not pfmfs's to
+  // assert; every sample written is.
+  EXPECT_GE(n, kPages / kPeriod - 1);
   EXPECT_LE(n, (kPages + kForkFaults) / kPeriod);
 }
 
