@@ -136,6 +136,8 @@ std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInf
     std::uint64_t general;  // the general counters that can count it
     std::uint64_t fixed;    // the fixed ones
     std::string pmc_value;
+    std::string event;  // pmu/events' name; "" for a raw event
+    std::string mods;
   };
   std::vector<std::vector<Want>> wants;
   for (const auto& g : groups) {
@@ -143,14 +145,14 @@ std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInf
     for (const auto& e : g.events) {
       std::string mods = std::string(e.user ? ":u" : "") + (e.kernel ? ":k" : "");
       if (e.raw) {
-        w.push_back(
-            {&e, generalMask(info), 0, fmt::format("{:#x}", e.code | (e.user ? kUsr : 0) | (e.kernel ? kOs : 0))});
+        w.push_back({&e, generalMask(info), 0,
+                     fmt::format("{:#x}", e.code | (e.user ? kUsr : 0) | (e.kernel ? kOs : 0)), "", mods});
         continue;
       }
       const EventInfo* ev = findEvent(table, e.name);
       if (!ev) throw UsageError(fmt::format("unknown event '{}' (the mount's pmu/events lists them)", e.name));
       std::uint64_t mask = ev->pmds & info.pmds;
-      w.push_back({&e, mask & generalMask(info), mask & ~((1ull << kFirstFixed) - 1), ev->name + mods});
+      w.push_back({&e, mask & generalMask(info), mask & ~((1ull << kFirstFixed) - 1), ev->name + mods, ev->name, mods});
     }
     wants.push_back(std::move(w));
   }
@@ -164,6 +166,8 @@ std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInf
       std::uint64_t fixed = w.fixed & ~used, general = w.general & ~used;
       Placed p;
       p.label = w.spec->text;
+      p.event = w.event;
+      p.mods = w.mods;
       if (fixed) {
         p.pmd = static_cast<unsigned>(std::countr_zero(fixed));
         p.fixed = true;
@@ -188,8 +192,33 @@ std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInf
     return used;
   };
 
+  // A metric's events that `set` does not count yet (each once).
+  auto missing = [](const std::vector<Want>& group, const SetPlan& set) {
+    std::vector<Want> out;
+    auto counted = [](const std::string& event, const std::string& mods, const std::vector<Placed>& in) {
+      for (const auto& c : in)
+        if (c.event == event && c.mods == mods) return true;
+      return false;
+    };
+    for (const auto& w : group) {
+      bool seen = counted(w.event, w.mods, set.counters);
+      for (const auto& o : out) seen |= o.event == w.event && o.mods == w.mods;
+      if (!seen) out.push_back(w);
+    }
+    return out;
+  };
+
   std::vector<SetPlan> sets;
   int loose = -1;  // the set that takes loose events now
+  auto placeLoose = [&](const std::vector<Want>& want, const std::string& text) {
+    if (loose >= 0 &&
+        place(want, usedOf(sets[static_cast<std::size_t>(loose)]), sets[static_cast<std::size_t>(loose)].counters))
+      return;
+    SetPlan s;
+    if (!place(want, 0, s.counters)) throw UsageError(fmt::format("event '{}' has no counter on this PMU", text));
+    sets.push_back(std::move(s));
+    loose = static_cast<int>(sets.size()) - 1;
+  };
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (groups[i].grouped) {
       SetPlan s;
@@ -204,14 +233,24 @@ std::vector<SetPlan> planSets(const std::vector<GroupSpec>& groups, const PmuInf
       sets.push_back(std::move(s));
       continue;
     }
-    if (loose >= 0 &&
-        place(wants[i], usedOf(sets[static_cast<std::size_t>(loose)]), sets[static_cast<std::size_t>(loose)].counters))
+    if (groups[i].metric) {
+      bool placed = false;
+      for (auto& s : sets)
+        if ((placed = place(missing(wants[i], s), usedOf(s), s.counters))) break;
+      if (placed) continue;
+      SetPlan s;
+      if (place(missing(wants[i], s), 0, s.counters)) {
+        sets.push_back(std::move(s));
+        continue;
+      }
+      // More events than one set holds: each that no set counts yet goes
+      // where loose events go, and the metric is an estimate.
+      SetPlan all;
+      for (const auto& set : sets) all.counters.insert(all.counters.end(), set.counters.begin(), set.counters.end());
+      for (const auto& w : missing(wants[i], all)) placeLoose({w}, w.spec->text);
       continue;
-    SetPlan s;
-    if (!place(wants[i], 0, s.counters))
-      throw UsageError(fmt::format("event '{}' has no counter on this PMU", groups[i].events[0].text));
-    sets.push_back(std::move(s));
-    loose = static_cast<int>(sets.size()) - 1;
+    }
+    placeLoose(wants[i], groups[i].events[0].text);
   }
   if (sets.empty()) throw UsageError("no events to count");
   return sets;

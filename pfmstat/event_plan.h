@@ -23,6 +23,11 @@ struct EventSpec {
 struct GroupSpec {
   std::vector<EventSpec> events;
   bool grouped = false;  // {A,B}: must count together, in one set
+  // -M: a metric's events, in one set when they fit so that its ratio is
+  // exact; that set may be shared (a set already counting one of them
+  // lends it, it is not counted twice); spread over sets when they fit in
+  // none, and then the metric is an estimate.
+  bool metric = false;
 };
 
 // Every -e argument, in order. Throws UsageError (unbalanced braces, an empty
@@ -37,6 +42,8 @@ std::vector<GroupSpec> defaultEvents(const std::vector<EventInfo>& table);
 
 struct Placed {
   std::string label;  // EventSpec::text
+  std::string event;  // the pmu/events name it counts ("" for a raw event)
+  std::string mods;   // ":u", ":k" or ":u:k": what a metric's inputs must share
   unsigned pmd = 0;
   bool fixed = false;       // a fixed counter: configured by its field of pmc16
   std::string pmc_value;    // for a general counter: what its pmcK gets

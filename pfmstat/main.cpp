@@ -54,6 +54,10 @@ int main(int argc, char** argv) {
     std::printf("pfmstat %s\n", PFMFS_VERSION);
     return 0;
   }
+  if (options.list_metrics) {
+    int status = listMetrics(options, stdout);
+    return std::fflush(stdout) != 0 && status == 0 ? kExitRun : status;
+  }
   std::FILE* out = stderr;
   if (!options.output.empty()) {
     out = std::fopen(options.output.c_str(), "we");

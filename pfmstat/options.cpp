@@ -15,7 +15,7 @@
 namespace pfmstat {
 namespace {
 
-enum LongOnly { kSwitchMs = 1000, kJson, kMount, kNoInherit };
+enum LongOnly { kSwitchMs = 1000, kJson, kMount, kNoInherit, kMetricTable, kNoMetrics, kListMetrics };
 
 // Plain decimal in [lo, hi]: no sign, no blanks, no trailing text.
 std::uint64_t number(const std::string& text, const char* what, std::uint64_t lo, std::uint64_t hi) {
@@ -58,6 +58,11 @@ std::string usageText() {
          "Counts events on a pfmfs mount, as perf stat does (pfmstat(1)).\n"
          "  -e, --event LIST       events: NAME[:u][:k] or rHEX, comma-separated; {A,B} is a group\n"
          "                         that counts together (one event set); repeatable\n"
+         "  -M, --metrics LIST     count these derived metrics' events (names or groups) and print\n"
+         "                         the metrics; repeatable (pfmstat --list-metrics)\n"
+         "      --metric-table F   read more metrics from F (repeatable)\n"
+         "      --no-metrics       print no metric but -M's\n"
+         "      --list-metrics     list the metrics this mount's PMU can compute, and exit\n"
          "      --switch-ms N      switch event sets every N ms of target time (default: the tick)\n"
          "  -i, --no-inherit       count COMMAND's first thread only, not its children\n"
          "  -p, --pid PIDS         attach to every thread of these processes\n"
@@ -77,6 +82,10 @@ std::string usageText() {
 Options parseOptions(int argc, char** argv) {
   static const option longs[] = {
       {"event", required_argument, nullptr, 'e'},
+      {"metrics", required_argument, nullptr, 'M'},
+      {"metric-table", required_argument, nullptr, kMetricTable},
+      {"no-metrics", no_argument, nullptr, kNoMetrics},
+      {"list-metrics", no_argument, nullptr, kListMetrics},
       {"switch-ms", required_argument, nullptr, kSwitchMs},
       {"no-inherit", no_argument, nullptr, 'i'},
       {"pid", required_argument, nullptr, 'p'},
@@ -99,12 +108,28 @@ Options parseOptions(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "+:e:ip:t:aC:I:x:r:o:hV", longs, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:e:M:ip:t:aC:I:x:r:o:hV", longs, nullptr)) != -1) {
     std::string arg = optarg ? optarg : "";
     switch (c) {
       case 'e':
         if (arg.empty()) throw UsageError("-e needs an event list");
         o.events.push_back(arg);
+        break;
+      case 'M':
+        for (const auto& word : splitCommas(arg)) {
+          if (word.empty()) throw UsageError(fmt::format("-M '{}': an empty metric name", arg));
+          o.metrics.push_back(word);
+        }
+        break;
+      case kMetricTable:
+        if (arg.empty()) throw UsageError("--metric-table needs a file name");
+        o.metric_tables.push_back(arg);
+        break;
+      case kNoMetrics:
+        o.no_metrics = true;
+        break;
+      case kListMetrics:
+        o.list_metrics = true;
         break;
       case kSwitchMs:
         o.switch_ms = number(arg, "--switch-ms", 1, 3'600'000);
@@ -164,7 +189,7 @@ Options parseOptions(int argc, char** argv) {
     }
   }
   for (int i = optind; i < argc; ++i) o.command.emplace_back(argv[i]);
-  if (o.help || o.version) return o;
+  if (o.help || o.version || o.list_metrics) return o;
 
   bool threads = !o.pids.empty() || !o.tids.empty();
   if (threads && o.system) throw UsageError("-p/-t count threads, -a/-C cpus: choose one");

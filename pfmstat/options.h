@@ -25,6 +25,10 @@ struct Options {
   bool inherit = true;                     // --no-inherit / -i turns it off
   std::string mount;                       // --mount; else $PFMFS_MOUNT, /run/pfmfs, mountinfo
   std::string output;                      // -o FILE; else stderr, as perf stat
+  std::vector<std::string> metrics;        // -M: metric or group names, as written
+  std::vector<std::string> metric_tables;  // --metric-table FILE, after the installed and user tables
+  bool no_metrics = false;                 // --no-metrics: none but -M's
+  bool list_metrics = false;               // --list-metrics
   std::vector<std::string> command;        // what to run and count
   bool help = false;
   bool version = false;

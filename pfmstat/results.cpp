@@ -56,6 +56,8 @@ std::vector<EventResult> results(const std::vector<SetPlan>& sets, const std::ve
     for (const auto& c : sets[set].counters) {
       EventResult r;
       r.label = c.label;
+      r.event = c.event;
+      r.mods = c.mods;
       r.set = set;
       bool ran = false;
       std::uint64_t scaled = 0;

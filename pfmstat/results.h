@@ -29,6 +29,7 @@ struct EventResult {
   std::uint64_t count = 0;              // the events counted (children's included)
   std::optional<std::uint64_t> scaled;  // count × enabled / running; none when the set never ran
   std::uint64_t enabled_ns = 0, running_ns = 0;
+  std::string event, mods;                // Placed's: what a metric's inputs are matched by
   std::optional<double> percent() const;  // running / enabled
 };
 

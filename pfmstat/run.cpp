@@ -20,6 +20,8 @@
 #include "pfmstat/command.h"
 #include "pfmstat/errors.h"
 #include "pfmstat/event_plan.h"
+#include "pfmstat/metric_table.h"
+#include "pfmstat/metrics.h"
 #include "pfmstat/mount_files.h"
 #include "pfmstat/pmu_table.h"
 #include "pfmstat/report.h"
@@ -49,14 +51,28 @@ struct Plan {
   std::uint64_t switch_ns = 0;
   bool inherit = false;
   ReportStyle style;
+  std::shared_ptr<const MetricTable> metric_table;  // what `metrics` point into
+  std::vector<BoundMetric> metrics;
 };
+
+// The report's metrics, from the results it prints.
+std::vector<MetricValue> metricsOf(const Plan& plan, const std::vector<EventResult>& results) {
+  return metricValues(plan.metrics, results);
+}
 
 Plan makePlan(const Options& o) {
   Plan p;
   p.mount = findMount(o.mount);
   p.info = parsePmuInfo(readFile(p.mount + "/pmu/info"));
   auto table = parseEvents(readFile(p.mount + "/pmu/events"));
-  auto groups = o.events.empty() ? defaultEvents(table) : parseEventArgs(o.events);
+  p.metric_table = std::make_shared<const MetricTable>(loadMetricTables(o.metric_tables));
+  p.metrics = metricsFor(*p.metric_table, o.metrics, table);
+  if (o.no_metrics) std::erase_if(p.metrics, [](const BoundMetric& m) { return !m.asked; });
+  // Without -e, -M's events alone (perf's habit); neither: the default events.
+  auto groups = !o.events.empty()   ? parseEventArgs(o.events)
+                : o.metrics.empty() ? defaultEvents(table)
+                                    : std::vector<GroupSpec>{};
+  for (auto& g : metricGroups(p.metrics)) groups.push_back(std::move(g));
   p.sets = planSets(groups, p.info, table);
   p.switch_ns = o.switch_ms ? *o.switch_ms * 1'000'000 : p.info.tick_ns;
   p.inherit = o.inherit && !o.system;
@@ -153,8 +169,8 @@ class Waiter {
  private:
   void printInterval(Clock::time_point at) {
     auto snap = readAll(sessions_);
-    std::fputs(intervalReport(plan_.style, seconds(at - start_), results(plan_.sets, snap, &before_), first_).c_str(),
-               out_);
+    auto rs = results(plan_.sets, snap, &before_);
+    std::fputs(intervalReport(plan_.style, seconds(at - start_), rs, first_, metricsOf(plan_, rs)).c_str(), out_);
     std::fflush(out_);
     first_ = false;
     before_ = std::move(snap);
@@ -278,14 +294,24 @@ int countAttached(const Options& o, const Plan& plan, std::FILE* out, const sigs
   waiter.finish();
   for (auto& s : sessions) s->stop();
   if (!o.interval_ms) {
+    auto rs = results(plan.sets, readAll(sessions));
+    auto metrics = metricsOf(plan, rs);
     std::vector<Summary> summaries;
-    for (auto& r : results(plan.sets, readAll(sessions))) summaries.push_back(Summary{std::move(r), 0});
-    std::fputs(finalReport(plan.style, what, summaries, 1, elapsed, 0, status).c_str(), out);
+    for (auto& r : rs) summaries.push_back(Summary{std::move(r), 0});
+    std::fputs(finalReport(plan.style, what, summaries, 1, elapsed, 0, status, metrics).c_str(), out);
   }
   return status;
 }
 
 }  // namespace
+
+int listMetrics(const Options& o, std::FILE* out) {
+  return exitStatusOf([&] {
+    auto table = loadMetricTables(o.metric_tables);
+    auto events = parseEvents(readFile(findMount(o.mount) + "/pmu/events"));
+    return std::fputs(metricList(table, events).c_str(), out) < 0 ? kExitRun : 0;
+  });
+}
 
 int run(const Options& o, std::FILE* out) {
   sigset_t mask = waitedSignals(), original;
@@ -309,10 +335,13 @@ int run(const Options& o, std::FILE* out) {
     if (!o.interval_ms) {
       auto [mean, spread] = meanAndSpread(elapsed);
       std::string what = "'" + joined(o.command, " ") + "'";
-      std::fputs(
-          finalReport(plan.style, what, summarize(runs), static_cast<unsigned>(runs.size()), mean, spread, status)
-              .c_str(),
-          out);
+      auto summaries = summarize(runs);
+      std::vector<EventResult> means;
+      for (const auto& s : summaries) means.push_back(s.mean);
+      std::fputs(finalReport(plan.style, what, summaries, static_cast<unsigned>(runs.size()), mean, spread, status,
+                             metricsOf(plan, means))
+                     .c_str(),
+                 out);
     }
     return status;
   });

@@ -13,4 +13,7 @@ namespace pfmstat {
 // or kExitUsage / kExitRun with a line on stderr).
 int run(const Options& options, std::FILE* out);
 
+// --list-metrics: the metrics the mount's PMU can compute, on `out`.
+int listMetrics(const Options& options, std::FILE* out);
+
 }  // namespace pfmstat

@@ -45,11 +45,23 @@ def table(count, label, scaled, percent):
 
 
 def csvRows(text):
-    """-x, lines as {event: [count, scaled, running_ns, enabled_ns, percent]}."""
+    """-x, event lines as {event: [count, scaled, running_ns, enabled_ns, percent]}."""
     rows = {}
     for line in text.splitlines():
+        if len(line.split(',')) == 4:
+            continue  # a metric's (csvMetrics)
         count, event, scaled, running, enabled, percent = line.split(',')
         rows[event] = [int(count), int(scaled) if scaled else None, int(running), int(enabled), percent]
+    return rows
+
+
+def csvMetrics(text):
+    """-x, metric lines as {metric: [value, unit, exact|estimate]}."""
+    rows = {}
+    for line in text.splitlines():
+        fields = line.split(',')
+        if len(fields) == 4:
+            rows[fields[1]] = [float(fields[0]) if fields[0] else None, fields[2], fields[3]]
     return rows
 
 
@@ -154,8 +166,11 @@ class ExactCountsTest(PfmstatTestCase):
             " Performance counter stats for 'sh -c " + WAITER + "':",
             '',
             table('count', 'event', 'scaled', 'running'),
-            table('15,000,000', 'cycles', '30,000,000', '(50.00%)'),
-            table('10,000,000', 'instructions', '20,000,000', '(50.00%)'),
+            # The default metrics of events counted in one set: exact, the
+            # sim's rates (3 cycles and 2 instructions per ns), however
+            # little of the time the set ran.
+            table('15,000,000', 'cycles', '30,000,000', '(50.00%)') + '  #        3.000 GHz',
+            table('10,000,000', 'instructions', '20,000,000', '(50.00%)') + '  #        0.667 insn per cycle',
             table('0', 'SIM_PHASE_A', '0', '(50.00%)'),
             ''])
         self.assertEqual(lines[-2:], ['', ''])
@@ -167,6 +182,10 @@ class ExactCountsTest(PfmstatTestCase):
             'instructions': [10 * MS, 20 * MS, 5 * MS, 10 * MS, '50.00'],
             'SIM_PHASE_A': [0, 0, 5 * MS, 10 * MS, '50.00'],
         })
+        self.assertEqual(csvMetrics(self.outFile()), {
+            'ipc': [2 / 3, 'insn per cycle', 'exact'],
+            'ghz': [3.0, 'GHz', 'exact'],
+        })
 
     def test_json(self):
         err = self.multiplexed(['--json'])
@@ -175,9 +194,13 @@ class ExactCountsTest(PfmstatTestCase):
                                     'enabled_ns': 10 * MS, 'running_ns': 5 * MS, 'percent': 50.0})
         self.assertEqual(lines[2]['set'], 1)
         self.assertEqual(lines[2]['count'], 0)
-        self.assertEqual(lines[3]['exit_status'], 5)
-        self.assertEqual(lines[3]['runs'], 1)
-        self.assertEqual(len(lines), 4)
+        self.assertEqual(lines[3:5], [
+            {'metric': 'ipc', 'value': 2 / 3, 'unit': 'insn per cycle', 'estimate': False},
+            {'metric': 'ghz', 'value': 3, 'unit': 'GHz', 'estimate': False},
+        ])
+        self.assertEqual(lines[5]['exit_status'], 5)
+        self.assertEqual(lines[5]['runs'], 1)
+        self.assertEqual(len(lines), 6)
 
     def test_loose_events_split_into_sets(self):
         # Six general-counter events on four counters: two sets, switched
@@ -259,7 +282,7 @@ class ExactCountsTest(PfmstatTestCase):
                 text = self.outFile()
             except FileNotFoundError:
                 return []
-            return [int(line.split(',')[1]) for line in text.split('\n')[:-1]]
+            return [int(line.split(',')[1]) for line in text.split('\n')[:-1] if line.split(',')[2] == 'cycles']
 
         # Each advance is one step of the clock: the interval printed next
         # holds it whole. The second comes once the first is printed, so
@@ -274,6 +297,12 @@ class ExactCountsTest(PfmstatTestCase):
         self.release(p)
         self.assertEqual(self.finish(p)[0], 0)
         lines = [line.split(',') for line in self.outFile().splitlines()]
+        # Each interval's cycles and its ghz metric: 3 GHz where the
+        # interval counted, none (an empty value) where no time went by.
+        metrics = [fields for fields in lines if fields[2] == 'ghz']
+        lines = [fields for fields in lines if fields[2] != 'ghz']
+        self.assertEqual([(m[0], m[1]) for m in metrics], [(fields[0], '3' if fields[1] != '0' else '')
+                                                           for fields in lines])
         self.assertGreaterEqual(len(lines), 5, lines)
         times = [float(fields[0]) for fields in lines]
         self.assertEqual(times, sorted(times))
@@ -290,7 +319,8 @@ class ExactCountsTest(PfmstatTestCase):
             self.release(p)
         self.assertEqual(self.finish(p)[0], 0)
         # 3, 6 and 9 million: mean 6, standard deviation of the mean 3/sqrt(3).
-        self.assertEqual(self.outFile(), f'{6 * MS},cycles,{6 * MS},{2 * MS},{2 * MS},100.00,28.87\n')
+        # The metric of the means: 6 million cycles in 2 ms.
+        self.assertEqual(self.outFile(), f'{6 * MS},cycles,{6 * MS},{2 * MS},{2 * MS},100.00,28.87\n3,ghz,GHz,exact\n')
         self.assertNoSession()
 
 

@@ -299,7 +299,8 @@ TEST(Results, RepeatsMeanAndSpread) {
   // stddev 3e6; of the mean 3e6/sqrt(3); in % of 6e6.
   EXPECT_NEAR(spread, 28.8675134595, 1e-9);
   EXPECT_EQ(meanAndSpread({5}).second, 0);
-  EventResult a{"x", 0, 10, 20, 100, 50}, b{"x", 0, 20, 40, 100, 50}, c{"x", 0, 30, std::nullopt, 100, 0};
+  EventResult a{"x", 0, 10, 20, 100, 50, {}, {}}, b{"x", 0, 20, 40, 100, 50, {}, {}},
+      c{"x", 0, 30, std::nullopt, 100, 0, {}, {}};
   auto s = summarize({{a}, {b}, {c}});
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].mean.count, 20u);
@@ -310,8 +311,8 @@ TEST(Results, RepeatsMeanAndSpread) {
 // ---- output ----------------------------------------------------------------------------
 
 TEST(Report, Table) {
-  EventResult r{"cycles", 0, 1500000, 3000000, 1000000, 500000};
-  EventResult n{"LLC_MISSES", 1, 0, std::nullopt, 1000000, 0};
+  EventResult r{"cycles", 0, 1500000, 3000000, 1000000, 500000, {}, {}};
+  EventResult n{"LLC_MISSES", 1, 0, std::nullopt, 1000000, 0, {}, {}};
   std::vector<Summary> s{{r, 0}, {n, 0}};
   EXPECT_EQ(finalReport(ReportStyle{}, "'prog a'", s, 1, 0.25, 0, 0),
             "\n Performance counter stats for 'prog a':\n\n"
@@ -328,8 +329,8 @@ TEST(Report, Table) {
 }
 
 TEST(Report, CsvAndJson) {
-  EventResult r{"cycles", 0, 1500000, 3000000, 1000000, 500000};
-  EventResult n{"a\"b", 1, 0, std::nullopt, 0, 0};
+  EventResult r{"cycles", 0, 1500000, 3000000, 1000000, 500000, {}, {}};
+  EventResult n{"a\"b", 1, 0, std::nullopt, 0, 0, {}, {}};
   std::vector<Summary> s{{r, 0}, {n, 0}};
   EXPECT_EQ(finalReport(ReportStyle{Format::Csv, ";"}, "'p'", s, 1, 0.25, 0, 3),
             "1500000;cycles;3000000;500000;1000000;50.00\n0;a\"b;;0;0;\n");
