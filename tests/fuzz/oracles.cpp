@@ -469,6 +469,10 @@ const std::vector<Oracle>& oracles() {
        {"set=0 pmd=0 value=1500000 enabled_ns=1000000 running_ns=500000 scaled=3000000\n",
         "set=1 pmd=17 value=7 enabled_ns=10 running_ns=0 scaled=- children=3 total_scaled=-\n"},
        pfmstatCounts},
+      {"pfmstatMetrics",
+       {"metric=ipc expr=\"instructions / cycles\" unit=\"insn per cycle\" groups=default,pipeline desc=\"x\"\n",
+        "# t\n\nmetric=a expr=\"-(b + 2) * c / time_ns - 1e9\" desc=\"a \\\"q\\\" \\\\ b\"\nmetric=b expr=x\n"},
+       pfmstatMetrics},
       {"fastPage", fastPageSeeds(), fastPage},
   };
   return all;

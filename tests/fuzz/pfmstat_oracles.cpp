@@ -2,7 +2,8 @@
 // UsageError (RunError for the mount's text) with one printable line; an
 // accepted -e list places every event once, on a counter the event may use
 // and no other event of its set holds; a cpu list agrees with a reference
-// parse; a counts file reads back to itself.
+// parse; a counts file reads back to itself; a metrics table is refused
+// whole with its line, or lists back (--list-metrics) to the same table.
 #include "pfmstat_oracles.h"
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 #include "oracle_check.h"
 #include "pfmstat/errors.h"
 #include "pfmstat/event_plan.h"
+#include "pfmstat/metric_table.h"
+#include "pfmstat/metrics.h"
 #include "pfmstat/options.h"
 #include "pfmstat/pmu_table.h"
 #include "pfmstat/results.h"
@@ -174,6 +177,42 @@ bool pfmstatCounts(std::string_view in, Fail fail) {
     }
   } catch (const pfmstat::RunError& e) {
     check(false, std::string("counts written back refused: ") + e.what());
+  }
+  return true;
+}
+
+bool pfmstatMetrics(std::string_view in, Fail fail) {
+  Check check{fail, in};
+  pfmstat::MetricTable table;
+  try {
+    table.addText(std::string(in), "fuzz");
+  } catch (const pfmstat::UsageError& e) {
+    refusal(e, check);
+    check(std::string_view(e.what()).substr(0, 5) == "fuzz:", "a refusal that does not name its line");
+    check(table.metrics().empty(), "a refused table added metrics");
+    return false;
+  }
+  // Every formula name an event of a PMU, so that the listing shows every
+  // metric; the listing is a table that reads back to the same metrics.
+  std::vector<pfmstat::EventInfo> events;
+  for (const auto& m : table.metrics()) {
+    (void)m.expr.eval([](const std::string&) { return 1.0; });
+    for (const auto& name : m.expr.names())
+      if (!pfmstat::isTimeName(name)) events.push_back(pfmstat::EventInfo{name, 0, 1, {}});
+  }
+  pfmstat::MetricTable back;
+  try {
+    back.addText(pfmstat::metricList(table, events), "list");
+  } catch (const pfmstat::UsageError& e) {
+    check(false, std::string("the listing of an accepted table refused: ") + e.what());
+    return true;
+  }
+  check(back.metrics().size() == table.metrics().size(), "the listing has another number of metrics");
+  for (std::size_t i = 0; i < std::min(back.metrics().size(), table.metrics().size()); ++i) {
+    const auto &a = table.metrics()[i], &b = back.metrics()[i];
+    check(a.name == b.name && a.expr.text() == b.expr.text() && a.unit == b.unit && a.groups == b.groups &&
+              a.desc == b.desc && a.expr.names() == b.expr.names(),
+          "a metric listed as another");
   }
   return true;
 }

@@ -1,5 +1,6 @@
 // The oracles of pfmstat's parsers (pfmstat/): its -e lists placed on the
-// sim's counters, its -C cpu lists, and the mount's counts file it reads.
+// sim's counters, its -C cpu lists, the mount's counts file it reads, and
+// its metrics tables.
 #pragma once
 
 #include <string_view>
@@ -11,5 +12,6 @@ namespace pfmfs::fuzz {
 bool pfmstatEvents(std::string_view input, Fail fail);   // one -e argument per line
 bool pfmstatCpuList(std::string_view input, Fail fail);  // a -C argument
 bool pfmstatCounts(std::string_view input, Fail fail);   // a session's counts
+bool pfmstatMetrics(std::string_view input, Fail fail);  // a metrics table
 
 }  // namespace pfmfs::fuzz
