@@ -50,7 +50,7 @@ bool modelCanBe(const PmuModel& m, int type) {
 }
 
 int currentPmuType(const PmuModel& m) {
-  int forced = g_forced_type.load(std::memory_order_relaxed);
+  int forced = forcedType();
   return forced != kNotForced && modelCanBe(m, forced) ? forced : PFMLIB_GEN_IA32_PMU;
 }
 
