@@ -1,7 +1,6 @@
 #include "pfmstat/metric_expr.h"
 
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -28,6 +27,7 @@ class MetricExpr::Parser {
   // Deep nesting is no formula a person writes; the bound keeps a hostile
   // table from exhausting the stack.
   static constexpr int kMaxDepth = 64;
+  static constexpr std::size_t kMaxNodes = 1024;
 
   [[noreturn]] void fail(const std::string& why) { throw UsageError(why); }
 
@@ -36,6 +36,9 @@ class MetricExpr::Parser {
   }
 
   int add(Node n) {
+    // Evaluation recurses once per operator of a chain (a + a + ...): the
+    // cap bounds its depth whatever text comes in.
+    if (e_.nodes_.size() >= kMaxNodes) fail(fmt::format("more than {} terms and operators", kMaxNodes));
     e_.nodes_.push_back(n);
     return static_cast<int>(e_.nodes_.size()) - 1;
   }
@@ -74,7 +77,9 @@ class MetricExpr::Parser {
 
   int primary(int depth) {
     skipBlanks();
-    if (i_ >= s_.size()) fail(i_ == 0 ? "an empty formula" : "the formula ends where a value was expected");
+    if (i_ >= s_.size())
+      fail(s_.find_first_not_of(" \t") == std::string::npos ? "an empty formula"
+                                                            : "the formula ends where a value was expected");
     char c = s_[i_];
     if (c == '(') {
       std::size_t open = i_++;
@@ -94,10 +99,10 @@ class MetricExpr::Parser {
       };
       while (i_ < s_.size() && inNumber(i_)) ++i_;
       std::string text = s_.substr(start, i_ - start);
-      errno = 0;
       char* end = nullptr;
       double v = std::strtod(text.c_str(), &end);
-      if (*end || errno || !std::isfinite(v)) fail(fmt::format("'{}' is not a number", text));
+      // ERANGE of an underflow is a number (0 or nearly); of an overflow, infinity.
+      if (*end || !std::isfinite(v)) fail(fmt::format("'{}' is not a number", text));
       return add(Node{'n', v, 0, -1, -1});
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {

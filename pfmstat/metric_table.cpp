@@ -3,7 +3,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -32,8 +33,8 @@ bool isMetricName(const std::string& s) {
 
 // key=value fields; a value may be "quoted" (\" and \\ inside); '#' where a
 // field would start comments out the rest.
-std::map<std::string, std::string> fields(const std::string& line) {
-  std::map<std::string, std::string> out;
+std::vector<std::pair<std::string, std::string>> fields(const std::string& line) {
+  std::vector<std::pair<std::string, std::string>> out;  // in line order: the first bad one is reported
   std::size_t i = 0;
   while (true) {
     while (i < line.size() && isBlank(line[i])) ++i;
@@ -63,7 +64,9 @@ std::map<std::string, std::string> fields(const std::string& line) {
       while (i < line.size() && !isBlank(line[i])) ++i;
       value = line.substr(vstart, i - vstart);
     }
-    if (!out.emplace(key, value).second) throw UsageError(fmt::format("{} is given twice", key));
+    for (const auto& f : out)
+      if (f.first == key) throw UsageError(fmt::format("{} is given twice", key));
+    out.emplace_back(key, value);
   }
 }
 
@@ -96,7 +99,9 @@ Metric parseLine(const std::string& line) {
     }
   }
   if (m.name.empty()) throw UsageError("no metric= name");
-  if (!kv.count("expr")) throw UsageError("no expr= formula");
+  bool has_expr = false;
+  for (const auto& f : kv) has_expr |= f.first == "expr";
+  if (!has_expr) throw UsageError("no expr= formula");
   // Printable ASCII: what a terminal, a CSV field and a JSON string all show as written.
   for (unsigned char c : m.unit + m.desc)
     if (c < 0x20 || c >= 0x7f) throw UsageError("unit and desc are printable ASCII");

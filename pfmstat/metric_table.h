@@ -47,7 +47,7 @@ class MetricTable {
 // The tables pfmstat reads, in order: the installed one (pfmstat.metrics next
 // to the program in a build tree, else DATADIR/pfmfs/metrics), the user's
 // ($XDG_CONFIG_HOME/pfmfs/metrics, or ~/.config/pfmfs/metrics) when it
-// exists, then every --metrics FILE.
+// exists, then every --metric-table FILE.
 MetricTable loadMetricTables(const std::vector<std::string>& extra_files);
 
 // Where the installed table is looked for (for --list-metrics and errors).

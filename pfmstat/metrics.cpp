@@ -43,19 +43,44 @@ std::size_t findResult(const std::vector<EventResult>& results, const std::strin
   return kNone;
 }
 
+// Where each of the metric's events was counted with `mods` (in `set`, or
+// anywhere): result indexes by formula name (kNone for time_ns), or nothing
+// when one was not.
+std::optional<std::vector<std::size_t>> inputsAt(const BoundMetric& b, const std::vector<EventResult>& results,
+                                                 const std::string& mods, std::size_t set) {
+  std::vector<std::size_t> at(b.events.size(), kNone);
+  for (std::size_t i = 0; i < b.events.size(); ++i) {
+    if (b.events[i].empty()) continue;
+    at[i] = findResult(results, b.events[i], mods, set);
+    if (at[i] == kNone) return std::nullopt;
+  }
+  return at;
+}
+
 }  // namespace
 
 std::vector<BoundMetric> metricsFor(const MetricTable& table, const std::vector<std::string>& words,
                                     const std::vector<EventInfo>& events) {
   std::set<const Metric*> asked;
   for (const auto& word : words) {
-    for (const Metric* m : table.select(word)) {
-      std::string missing;
-      if (!bind(*m, events, &missing))
-        throw UsageError(fmt::format("-M {}: metric {} needs event '{}', which this PMU does not have ({})", word,
-                                     m->name, missing, m->origin));
-      asked.insert(m);
+    // A metric named must apply; of a group, those that apply (a group may
+    // serve several models, as `default` does).
+    std::string missing;
+    const Metric* last = nullptr;
+    std::size_t before = asked.size();
+    auto chosen = table.select(word);
+    for (const Metric* m : chosen) {
+      if (bind(*m, events, &missing))
+        asked.insert(m);
+      else
+        last = m;
     }
+    if (table.find(word) && last)
+      throw UsageError(fmt::format("-M {}: metric {} needs event '{}', which this PMU does not have ({})", word,
+                                   last->name, missing, last->origin));
+    if (asked.size() == before && last)
+      throw UsageError(fmt::format("-M {}: no metric of this group applies on this PMU ({} needs event '{}')", word,
+                                   last->name, missing));
   }
   std::vector<BoundMetric> out;
   for (const auto& m : table.metrics()) {
@@ -117,27 +142,27 @@ std::vector<MetricValue> metricValues(const std::vector<BoundMetric>& metrics,
     while (first < b.events.size() && b.events[first].empty()) ++first;
     if (first == b.events.size()) continue;
 
-    // Exact: one set that counted every event with the same modifiers.
-    std::vector<std::size_t> at(b.events.size(), kNone);
+    // Exact: one set that counted every event with the same modifiers,
+    // one that ran rather than one that did not.
+    std::vector<std::size_t> at;
     bool exact = false;
-    for (std::size_t lead = 0; lead < results.size() && !exact; ++lead) {
+    for (std::size_t lead = 0; lead < results.size(); ++lead) {
       if (results[lead].event != b.events[first]) continue;
-      exact = true;
-      for (std::size_t i = 0; i < b.events.size(); ++i) {
-        if (b.events[i].empty()) continue;
-        at[i] = findResult(results, b.events[i], results[lead].mods, results[lead].set);
-        exact &= at[i] != kNone;
+      auto found = inputsAt(b, results, results[lead].mods, results[lead].set);
+      if (!found) continue;
+      if (at.empty() || results[lead].scaled) {
+        at = std::move(*found);
+        exact = true;
       }
+      if (results[lead].scaled) break;
     }
     if (!exact) {
-      // An estimate: each event where it was counted, with the modifiers
-      // of the first one's first place.
-      std::size_t lead = findResult(results, b.events[first], "", kNone);
-      if (lead == kNone) continue;
-      bool all = true;
-      for (std::size_t i = 0; i < b.events.size(); ++i)
-        if (!b.events[i].empty()) all &= (at[i] = findResult(results, b.events[i], results[lead].mods, kNone)) != kNone;
-      if (!all) continue;
+      // An estimate: each event where it was counted, all with the
+      // modifiers of one of the first event's places.
+      for (std::size_t lead = 0; lead < results.size() && at.empty(); ++lead)
+        if (results[lead].event == b.events[first])
+          if (auto found = inputsAt(b, results, results[lead].mods, kNone)) at = std::move(*found);
+      if (at.empty()) continue;
     }
     const EventResult& lead = results[at[first]];
     bool ran = true;

@@ -5,8 +5,6 @@
 namespace pfmstat {
 namespace {
 
-constexpr std::size_t kTableWidth = 78;  // an event's line, before what follows it
-
 std::string percentText(const EventResult& r) { return r.percent() ? fmt::format("{:.2f}", *r.percent()) : ""; }
 
 std::string tableLine(const EventResult& r) {
@@ -57,9 +55,11 @@ std::string metricJson(const MetricValue& m) {
 // at the end of the event's own line.
 std::string tableLines(const std::string& prefix, const std::vector<EventResult>& results,
                        const std::vector<std::string>& tails, const std::vector<MetricValue>& metrics) {
-  std::string out, blank(prefix.size() + kTableWidth, ' ');
+  std::string out;
   for (std::size_t i = 0; i < results.size(); ++i) {
     std::string line = prefix + tableLine(results[i]);
+    // A label past its column widens its line: the metrics below follow it.
+    std::string blank(line.size(), ' ');
     bool first = true;
     for (const auto& m : metrics) {
       if (m.anchor != i) continue;
@@ -159,6 +159,7 @@ std::string intervalReport(const ReportStyle& style, double time_s, const std::v
       if (first)
         out += fmt::format("#{:>15}  {:>18}  {:<28} {:>18}  {:>9}\n", "time", "count", "event", "scaled", "running");
       out += tableLines(fmt::format("{:>16.9f}  ", time_s), results, std::vector<std::string>(results.size()), metrics);
+      out += estimateNote(metrics);
       break;
     case Format::Csv:
       for (const auto& r : results) out += fmt::format("{:.9f}{}{}\n", time_s, style.separator, csvLine(style, r));
