@@ -1,0 +1,152 @@
+// Control-group paths and directories (see cgroup_dir.h).
+#include "pmu/cgroup_dir.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "pmu/host_info.h"
+
+namespace pfmfs::pmu {
+
+namespace {
+
+// A short, printable echo of a refused path for the `error` file.
+std::string shown(std::string_view text) {
+  std::string out;
+  for (char ch : text.substr(0, 64)) {
+    auto c = static_cast<unsigned char>(ch);
+    out += c > 0x20 && c < 0x7f ? std::string(1, ch) : fmt::format("\\x{:02x}", c);
+  }
+  if (text.size() > 64) out += "...";
+  return out;
+}
+
+// mountinfo's octal escapes (\040 for a blank, \011, \012, \134).
+std::string unescapeMount(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() + 1 && std::isdigit(static_cast<unsigned char>(s[i + 1]))) {
+      out += static_cast<char>(std::strtol(std::string(s.substr(i + 1, 3)).c_str(), nullptr, 8));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> resolveCgroupPath(std::string_view text, std::string_view root) {
+  if (text.empty()) return err(EINVAL, "load: a control group path is empty");
+  if (text.size() > kMaxCgroupPath)
+    return err(EINVAL, "load: a control group path is longer than {} bytes", kMaxCgroupPath);
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c >= 0x7f)
+      return err(EINVAL, "load: '{}' has a blank or an unprintable byte: control group paths are printable words",
+                 shown(text));
+  }
+  std::string out;
+  if (text.front() != '/') out = std::string(root);
+  while (!out.empty() && out.back() == '/') out.pop_back();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t slash = text.find('/', start);
+    std::string_view part =
+        text.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (part == "..") return err(EINVAL, "load: '{}' has a '..' component", shown(text));
+    if (!part.empty() && part != ".") {
+      out += '/';
+      out += part;
+    }
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  if (out.empty()) out.push_back('/');
+  if (out.size() > kMaxCgroupPath)
+    return err(EINVAL, "load: '{}' is longer than {} bytes below {}", shown(text), kMaxCgroupPath, root);
+  return out;
+}
+
+Result<std::string> cgroup2RootIn(std::string_view mountinfo) {
+  std::size_t start = 0;
+  while (start < mountinfo.size()) {
+    std::size_t nl = mountinfo.find('\n', start);
+    std::string_view line = mountinfo.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    start = nl == std::string_view::npos ? mountinfo.size() : nl + 1;
+    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
+    std::vector<std::string_view> f;
+    std::size_t i = 0;
+    while (i < line.size()) {
+      std::size_t sp = line.find(' ', i);
+      if (sp == std::string_view::npos) sp = line.size();
+      if (sp > i) f.push_back(line.substr(i, sp - i));
+      i = sp + 1;
+    }
+    auto dash = std::find(f.begin(), f.end(), std::string_view("-"));
+    if (f.size() < 5 || dash == f.end() || dash + 1 == f.end() || dash - f.begin() < 6) continue;
+    if (*(dash + 1) != "cgroup2") continue;
+    // Only a mount of the hierarchy's root names every group by its path.
+    if (f[3] != "/") continue;
+    return unescapeMount(f[4]);
+  }
+  return err(ENOENT, "no cgroup v2 hierarchy is mounted (/proc/self/mountinfo has no cgroup2 mount)");
+}
+
+Result<std::string> cgroup2Root() {
+  std::string text = readSmallFile("/proc/self/mountinfo");
+  if (text.empty()) return err(ENOENT, "cannot read /proc/self/mountinfo");
+  return cgroup2RootIn(text);
+}
+
+bool modeAllowsWrite(const struct stat& st, uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
+  if (st.st_uid == uid) return (st.st_mode & S_IWUSR) != 0;
+  bool member = st.st_gid == gid || std::find(groups.begin(), groups.end(), st.st_gid) != groups.end();
+  if (member) return (st.st_mode & S_IWGRP) != 0;
+  return (st.st_mode & S_IWOTH) != 0;
+}
+
+Result<std::shared_ptr<const CgroupDir>> CgroupDir::open(const std::string& path) {
+  std::shared_ptr<CgroupDir> d(new CgroupDir());
+  d->path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOTDIR) return err(ENOTDIR, "load: {} is not a directory", path);
+    if (e == ENOENT) return err(ENOENT, "load: no control group {}", path);
+    return err(e, "load: cannot open {}: {}", path, std::strerror(e));
+  }
+  d->fd_ = Fd(fd);
+  struct statfs sf {};
+  if (::fstatfs(fd, &sf) != 0 || sf.f_type != CGROUP2_SUPER_MAGIC)
+    return err(EINVAL, "load: {} is not a control group of a cgroup v2 hierarchy", path);
+  if (::fstat(fd, &d->st_) != 0) return err(errno, "load: cannot stat {}: {}", path, std::strerror(errno));
+  d->cpu_stat_ = Fd(::openat(fd, "cpu.stat", O_RDONLY | O_CLOEXEC));
+  return std::shared_ptr<const CgroupDir>(std::move(d));
+}
+
+bool CgroupDir::removed() const { return ::faccessat(fd_.get(), "cgroup.procs", F_OK, 0) != 0 && errno == ENOENT; }
+
+std::optional<std::uint64_t> CgroupDir::usageNs() const {
+  char buf[512];
+  ssize_t n = cpu_stat_ ? ::pread(cpu_stat_.get(), buf, sizeof buf - 1, 0) : -1;
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  const char* p = std::strstr(buf, "usage_usec ");
+  if (!p) return std::nullopt;
+  return std::strtoull(p + 11, nullptr, 10) * 1000;
+}
+
+}  // namespace pfmfs::pmu
