@@ -84,15 +84,16 @@ session::Caller Filesystem::callerOf(fuse_req_t req, bool for_load) const {
   c.may_count_kernel = perfmon || config_.allow_kernel;
   if (!for_load) return c;
   c.may_system_wide = perfmon;
+  c.may_any_cgroup = perfmon;
+  // The supplementary groups: a control group's directory may be writable
+  // by one of them (session/monitor_rule.h), the system group one of them.
+  gid_t groups[256];
+  int n = fuse_req_getgroups(req, 256, groups);
+  for (int i = 0; i < std::min(n, 256); ++i) c.groups.push_back(groups[i]);
   if (!perfmon && config_.system_group) {
-    if (ctx->gid == *config_.system_group) {
-      c.may_system_wide = true;
-    } else {
-      gid_t groups[256];
-      int n = fuse_req_getgroups(req, 256, groups);
-      for (int i = 0; i < std::min(n, 256); ++i)
-        if (groups[i] == *config_.system_group) c.may_system_wide = true;
-    }
+    if (ctx->gid == *config_.system_group) c.may_system_wide = true;
+    for (gid_t g : c.groups)
+      if (g == *config_.system_group) c.may_system_wide = true;
   }
   return c;
 }

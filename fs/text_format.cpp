@@ -117,9 +117,12 @@ std::string formatState(const session::StateInfo& s) {
   if (s.sampling) extra += fmt::format(" smpl_count={} smpl_overflows={}", s.smpl_count, s.smpl_overflows);
   if (s.sampling && s.smpl_dropped) extra += fmt::format(" smpl_dropped={}", s.smpl_dropped);
   if (s.throttled) extra += fmt::format(" throttled={}", s.throttled);
+  // A control group's path is one word: a load refuses blanks in it.
+  std::string target = !s.target_path.empty() ? s.target_path
+                       : s.target             ? fmt::format("{}", *s.target)
+                                              : std::string("-");
   return fmt::format("state={} mode={} target={} set={} queued={} lost={}{}\n", session::toString(s.state),
-                     session::toString(s.mode), s.target ? fmt::format("{}", *s.target) : std::string("-"), s.set,
-                     s.queued, s.lost, extra);
+                     session::toString(s.mode), target, s.set, s.queued, s.lost, extra);
 }
 
 std::string formatCounts(const std::vector<session::CountLine>& lines) {

@@ -52,7 +52,7 @@ Result<std::vector<session::RegWrite>> parseRegs(const pmu::PmuDescription& desc
 // `switch`: "none" | "time NS" (NS > 0) | "ovfl".
 Result<session::SwitchSpec> parseSwitch(std::string_view text);
 
-// `mode`: "thread" | "system".
+// `mode`: "thread" | "system" | "cgroup".
 Result<session::Mode> parseMode(std::string_view text);
 
 // `flags`: words among notify_block no_msg autoclose inherit, separated by
@@ -63,8 +63,9 @@ Result<session::Flags> parseFlags(std::string_view text);
 struct CtlCommand {
   enum class Kind { Load, Start, Stop, Restart, Unload };
   Kind kind = Kind::Stop;
-  int target = 0;               // load: TID or CPU (>= 0, fits an int)
+  int target = 0;               // load: TID or CPU (>= 0, fits an int); -1 for a word not a number
   std::optional<unsigned> set;  // load ... set=N, start N (N <= 65535)
+  std::string path{};           // load: the word as written, a control group's path in mode cgroup
   bool operator==(const CtlCommand&) const = default;
 };
 // Exactly one command; a second line is EINVAL.

@@ -259,7 +259,8 @@ Result<session::Mode> parseMode(std::string_view text) {
   if (!line) return line.error();
   if (*line == "thread") return session::Mode::Thread;
   if (*line == "system") return session::Mode::System;
-  return err(EINVAL, "mode: '{}' is not thread or system", printable(*line));
+  if (*line == "cgroup") return session::Mode::Cgroup;
+  return err(EINVAL, "mode: '{}' is not thread, system or cgroup", printable(*line));
 }
 
 Result<session::Flags> parseFlags(std::string_view text) {
@@ -306,13 +307,24 @@ Result<CtlCommand> parseCtl(std::string_view text) {
   std::string_view cmd = w[0];
   if (cmd == "load") {
     c.kind = CtlCommand::Kind::Load;
-    if (w.size() < 2) return err(EINVAL, "ctl: load needs a thread id or a cpu number (load TID [set=N])");
-    if (w.size() > 3) return err(EINVAL, "ctl: too many words after load (load TID [set=N])");
-    auto target = parseUnsigned(w[1], "load");
-    if (!target) return target.error();
-    if (*target > static_cast<std::uint64_t>(INT_MAX))
-      return err(EINVAL, "load: {} is not a thread id or cpu number", *target);
-    c.target = static_cast<int>(*target);
+    if (w.size() < 2)
+      return err(EINVAL, "ctl: load needs a thread id, a cpu number or a control group (load TID|PATH [set=N])");
+    if (w.size() > 3) return err(EINVAL, "ctl: too many words after load (load TID|PATH [set=N])");
+    // A word that is not a number is a control group's path (mode cgroup):
+    // the session checks it, since only it knows its mode. A path is one
+    // word: blanks would end it.
+    c.path = std::string(w[1]);
+    if (w[1].front() == '-' || w[1].front() == '+')
+      return err(EINVAL, "load: '{}' is not a thread id, cpu number or control group path", printable(w[1]));
+    if (w[1].front() < '0' || w[1].front() > '9') {
+      c.target = -1;
+    } else {
+      auto target = parseUnsigned(w[1], "load");
+      if (!target) return target.error();
+      if (*target > static_cast<std::uint64_t>(INT_MAX))
+        return err(EINVAL, "load: {} is not a thread id or cpu number", *target);
+      c.target = static_cast<int>(*target);
+    }
     if (w.size() == 3) {
       if (w[2].substr(0, 4) != "set=") return err(EINVAL, "ctl: '{}' after load TID is not set=N", printable(w[2]));
       if (w[2].size() == 4) return err(EINVAL, "ctl: set= needs a set number");

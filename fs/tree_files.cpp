@@ -115,6 +115,9 @@ Status writeCtl(const TreeContext& fs, const Node& n, const session::Caller& ope
   using Kind = CtlCommand::Kind;
   switch (cmd->kind) {
     case Kind::Load: {
+      // A cgroup session takes the word as a path, a number included (a
+      // group may be named 1234); the others need a number.
+      if (s.mode() == session::Mode::Cgroup || cmd->target < 0) return s.loadCgroup(opener, cmd->path, cmd->set);
       Status st = s.load(opener, cmd->target, cmd->set);
       if (st && s.mode() == session::Mode::Thread && fs.watcher()) fs.watcher()->watch(cmd->target);
       return st;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "pmu/cgroup_dir.h"
 #include "pmu/pmu_description.h"
 #include "pmu/result.h"
 
@@ -22,11 +23,13 @@ namespace pfmfs::pmu {
 
 inline constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
-enum class TargetKind { Thread, Cpu };
+// Cgroup: every thread of a cgroup v2 control group and of its descendants,
+// on every CPU (pfmfs(5), CONTROL-GROUP LOADS).
+enum class TargetKind { Thread, Cpu, Cgroup };
 
 struct Target {
   TargetKind kind = TargetKind::Thread;
-  int id = 0;  // a thread id (tid) or a cpu number
+  int id = 0;  // a thread id (tid) or a cpu number; 0 for a cgroup
   // A thread session's `inherit` flag (pfmfs(5), INHERITANCE): the backend reports the
   // threads and processes the target creates, and theirs, recursively
   // (TargetPmu::takeChildEvents). Only with Backend::inheritance() != None.
@@ -37,6 +40,9 @@ struct Target {
   // then batch its overflow reports: perf wakes pfmfsd per overflow
   // otherwise, which the sampled thread pays for.
   bool sampling = false;
+  // Cgroup: the group's directory, opened and checked by the engine; the
+  // backend counts what it names (perf: its descriptor), not a path again.
+  std::shared_ptr<const CgroupDir> cgroup{};
 };
 
 // How a backend follows a thread's children (the `inherit` flag).
@@ -164,7 +170,8 @@ class TargetPmu {
   virtual void enable() = 0;
   virtual void disable() = 0;
 
-  // The target's time in ns: its CPU time for a thread, wall time for a CPU;
+  // The target's time in ns: its CPU time for a thread, wall time for a CPU
+  // (and for a control group on perf; the sim takes the group's CPU time);
   // virtual time under a manual clock. Only differences matter.
   virtual std::uint64_t timeNs() = 0;
 
@@ -192,7 +199,8 @@ class TargetPmu {
   // notify_block: hold the monitored thread until released.
   virtual void hold(bool held) = 0;
 
-  // True once the target (thread, cpu) no longer exists.
+  // True once the target (thread, cpu) no longer exists; for a control
+  // group, once it was removed.
   virtual bool gone() = 0;
 
   // Target time during which the loaded set was enabled but the hardware
@@ -292,6 +300,8 @@ class Backend {
   virtual std::uint64_t samplingKernelBytes(const Target& /*target*/) const { return 0; }
 
   // Attaches to a target. -ESRCH: no such thread; -EINVAL: no such online cpu;
+  // -EOPNOTSUPP: a control group, on a backend that cannot count one (its
+  // description's features then lack "cgroup");
   // -EPERM/-EACCES: the kernel refused the daemon; -ESHUTDOWN: after shutdown().
   virtual Result<std::unique_ptr<TargetPmu>> attach(const Target& target, std::weak_ptr<TargetListener> listener) = 0;
 

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <vector>
+
 namespace pfmfs::session {
 
 struct Caller {
@@ -20,8 +22,18 @@ struct Caller {
   gid_t real_gid = 0;
   pid_t tgid = 0;
   bool in_daemon_pid_ns = true;
+  // What a control-group load checks (session/monitor_rule.h): the
+  // caller's supplementary groups (with `uid` and `gid`, the ids the kernel
+  // checks a write to the group's directory with), and whether it holds
+  // CAP_PERFMON or CAP_SYS_ADMIN in pfmfsd's user namespace.
+  std::vector<gid_t> groups{};
+  bool may_any_cgroup = false;
 
-  static Caller root() { return Caller{0, 0, 0, true, true, true}; }
+  static Caller root() {
+    Caller c{0, 0, 0, true, true, true};
+    c.may_any_cgroup = true;
+    return c;
+  }
   static Caller user(uid_t uid, gid_t gid) { return Caller{uid, gid, 0, false, false, false, uid, gid}; }
 };
 

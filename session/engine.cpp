@@ -86,6 +86,8 @@ Status Engine::advanceManualClock(std::uint64_t ns) {
       if (auto s = w.lock()) loaded.push_back(s);
     for (const auto& [cpu, w] : cpus_)
       if (auto s = w.lock()) loaded.push_back(s);
+    for (const auto& w : cgroups_)
+      if (auto s = w.lock()) loaded.push_back(s);
   }
   for (const auto& s : loaded) s->advanceBy(ns);
   return {};
@@ -104,6 +106,12 @@ void Engine::threadExited(pid_t tid) {
 
 Status Engine::claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s) {
   MutexLock l(targets_mutex_);
+  if (mode == Mode::Cgroup) {
+    // Any number of sessions may count one group, as perf lets any number
+    // of events count it (pfmfs(5), CONTROL-GROUP LOADS).
+    cgroups_.push_back(s);
+    return {};
+  }
   if (mode == Mode::System) {
     auto it = cpus_.find(id);
     if (it != cpus_.end())
@@ -122,6 +130,13 @@ Status Engine::claimTarget(Mode mode, int id, const std::shared_ptr<Session>& s)
 
 void Engine::releaseTarget(Mode mode, int id, const Session* s) {
   MutexLock l(targets_mutex_);
+  if (mode == Mode::Cgroup) {
+    std::erase_if(cgroups_, [&](const std::weak_ptr<Session>& w) {
+      auto owner = w.lock();
+      return !owner || owner.get() == s;
+    });
+    return;
+  }
   if (mode == Mode::System) {
     auto it = cpus_.find(id);
     if (it != cpus_.end()) {

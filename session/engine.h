@@ -105,6 +105,8 @@ class Engine {
   std::multimap<int, std::weak_ptr<Session>> threads_ GUARDED_BY(targets_mutex_);
   // cpu -> the system-wide session on it
   std::map<int, std::weak_ptr<Session>> cpus_ GUARDED_BY(targets_mutex_);
+  // the sessions loaded on control groups, any number per group
+  std::vector<std::weak_ptr<Session>> cgroups_ GUARDED_BY(targets_mutex_);
 
   std::unique_ptr<TimerThread> timer_;
 };

@@ -30,4 +30,14 @@ Status mayMonitorThread(const Caller& caller, pid_t tid, const pmu::TaskCreds& t
   return {};
 }
 
+Status mayMonitorCgroup(const Caller& caller, const pmu::CgroupDir& dir) {
+  if (caller.may_any_cgroup) return {};
+  const struct stat& st = dir.st();
+  if (pmu::modeAllowsWrite(st, caller.uid, caller.gid, caller.groups)) return {};
+  return err(EPERM,
+             "control group {} is not delegated to you: its directory (owner uid {}, gid {}, mode {:o}) is not "
+             "writable by uid {}; a group of another user needs CAP_PERFMON",
+             dir.path(), st.st_uid, st.st_gid, st.st_mode & 07777, caller.uid);
+}
+
 }  // namespace pfmfs::session

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include "pmu/cgroup_dir.h"
 #include "pmu/result.h"
 #include "pmu/task_creds.h"
 #include "session/caller.h"
@@ -19,5 +20,13 @@ namespace pfmfs::session {
 // pid namespace, whose thread ids name other threads here. EPERM with the
 // reason otherwise.
 Status mayMonitorThread(const Caller& caller, pid_t tid, const pmu::TaskCreds& target);
+
+// Whether a caller may load a session on control group `dir`: the kernel's
+// delegation rule (cgroups(7)): one may act on a group whose directory one
+// may write, by its owner, group and mode as they were when opened; or any
+// group for a caller holding CAP_PERFMON or CAP_SYS_ADMIN in pfmfsd's user
+// namespace. The daemon's system group alone grants none (pfmfs(5),
+// SECURITY). EPERM with the reason otherwise.
+Status mayMonitorCgroup(const Caller& caller, const pmu::CgroupDir& dir);
 
 }  // namespace pfmfs::session

@@ -18,7 +18,17 @@
 
 namespace pfmfs::session {
 
-const char* toString(Mode m) { return m == Mode::Thread ? "thread" : "system"; }
+const char* toString(Mode m) {
+  switch (m) {
+    case Mode::Thread:
+      return "thread";
+    case Mode::System:
+      return "system";
+    case Mode::Cgroup:
+      return "cgroup";
+  }
+  return "?";
+}
 
 const char* toString(State s) {
   switch (s) {
@@ -113,6 +123,10 @@ Status Session::setMode(Mode m) {
     return fail(err(EINVAL, "system-wide sessions cannot use notify_block"));
   if (m == Mode::System && flags_.inherit)
     return fail(err(EINVAL, "system-wide sessions cannot use inherit: it follows a thread's children"));
+  if (m == Mode::Cgroup && flags_.notify_block)
+    return fail(err(EINVAL, "cgroup sessions cannot use notify_block: a control group has no one thread to hold"));
+  if (m == Mode::Cgroup && flags_.inherit)
+    return fail(err(EINVAL, "cgroup sessions cannot use inherit: a control group counts its threads already"));
   mode_ = m;
   return op.publish();
 }
@@ -131,6 +145,10 @@ Status Session::setFlags(const Flags& f) {
     return fail(err(EINVAL, "notify_block holds a thread: the {} backend cannot stop one", engine_.backend().name()));
   if (f.inherit && mode_ == Mode::System)
     return fail(err(EINVAL, "inherit follows a thread's children: not possible in system mode"));
+  if (f.notify_block && mode_ == Mode::Cgroup)
+    return fail(err(EINVAL, "notify_block holds a thread: not possible in cgroup mode"));
+  if (f.inherit && mode_ == Mode::Cgroup)
+    return fail(err(EINVAL, "inherit follows a thread's children: a control group counts its threads already"));
   if (f.inherit && engine_.backend().inheritance() == pmu::Inheritance::None)
     return fail(err(EOPNOTSUPP, "inherit: the {} backend cannot follow a thread's children", engine_.backend().name()));
   flags_ = f;
@@ -139,22 +157,40 @@ Status Session::setFlags(const Flags& f) {
 
 // ---- load, unload ------------------------------------------------------------
 
-Status Session::load(const Caller& caller, int target, std::optional<unsigned> set) {
-  Op op(*this);
-  if (retired_) return fail(err(ENOENT, "session {} was destroyed", name_));
-  if (loaded())
-    return fail(err(EBUSY, "already loaded on {} {}: unload first",
-                    target_.kind == pmu::TargetKind::Thread ? "thread" : "cpu", target_.id));
+Result<std::uint16_t> Session::loadableLocked(std::optional<unsigned> set) {
+  if (retired_) return err(ENOENT, "session {} was destroyed", name_);
+  if (loaded()) return err(EBUSY, "already loaded on {}: unload first", describeTarget());
   // The first start runs the lowest set unless load named one; later starts
   // resume the last active set.
   std::uint16_t first = set_chosen_ ? active_set_ : sets_.begin()->first;
   if (set) {
-    if (!findSet(*set)) return fail(err(EINVAL, "no set {}", *set));
+    if (!findSet(*set)) return err(EINVAL, "no set {}", *set);
     first = static_cast<std::uint16_t>(*set);
   }
+  return first;
+}
+
+std::string Session::describeTarget() const {
+  switch (target_.kind) {
+    case pmu::TargetKind::Thread:
+      return fmt::format("thread {}", target_.id);
+    case pmu::TargetKind::Cpu:
+      return fmt::format("cpu {}", target_.id);
+    case pmu::TargetKind::Cgroup:
+      return fmt::format("control group {}", target_.cgroup ? target_.cgroup->path() : "?");
+  }
+  return "?";
+}
+
+Status Session::load(const Caller& caller, int target, std::optional<unsigned> set) {
+  Op op(*this);
+  auto first = loadableLocked(set);
+  if (!first) return fail(first.error());
   pmu::Target t;
   pid_t pid = 0;  // the process of a thread target
-  if (mode_ == Mode::Thread) {
+  if (mode_ == Mode::Cgroup) {
+    return fail(err(EINVAL, "a cgroup session loads on a control group's path (load PATH), not on {}", target));
+  } else if (mode_ == Mode::Thread) {
     auto creds = pmu::readTaskCreds(target);
     if (!creds) return fail(creds.error());
     if (Status may = mayMonitorThread(caller, target, *creds); !may) return fail(may.error());
@@ -166,6 +202,12 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
     if (!pmu::cpuOnline(target)) return fail(err(EINVAL, "cpu {} is not online", target));
     t = pmu::Target{pmu::TargetKind::Cpu, target};
   }
+  if (Status s = attachLocked(caller, std::move(t), pid, *first, set.has_value()); !s) return s;
+  return op.publish();
+}
+
+Status Session::attachLocked(const Caller& caller, pmu::Target t, pid_t pid, std::uint16_t first, bool set_given) {
+  const int target = t.id;
   t.sampling = sample_buffer_ != nullptr;
   // The kernel's sampling rings are the owner's, like the buffer: charged
   // before they exist, given back on every way out but a load.
@@ -203,7 +245,7 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   driven.pid = pid;
   driven.tid = mode_ == Mode::Thread ? target : 0;
   driven.last_time = driven.pmu->timeNs();
-  target_ = t;
+  target_ = std::move(t);
   state_ = State::Loaded;
   late_restart_ok_ = false;
   ever_loaded_ = true;
@@ -213,8 +255,8 @@ Status Session::load(const Caller& caller, int target, std::optional<unsigned> s
   overflow_budget_.fill();
   if (sample_buffer_) sample_buffer_->reset();
   active_set_ = first;
-  set_chosen_ = set_chosen_ || set.has_value();
-  return op.publish();
+  set_chosen_ = set_chosen_ || set_given;
+  return {};
 }
 
 Status Session::unload() {
@@ -269,6 +311,7 @@ void Session::unloadLocked(bool exited) {
   engine_.noTicks(this);
   engine_.releaseTarget(mode_, target_.id, this);
   target().pmu.reset();
+  target_.cgroup.reset();  // the group's directory stays open only while loaded
   (void)engine_.chargeSampleBytes(uid_, kernel_smpl_bytes_, 0);
   kernel_smpl_bytes_ = 0;
   state_ = State::Unloaded;

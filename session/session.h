@@ -37,7 +37,7 @@ namespace pfmfs::session {
 
 class Engine;
 
-enum class Mode { Thread, System };
+enum class Mode { Thread, System, Cgroup };
 enum class State { Unloaded, Loaded, Active, Masked };
 
 const char* toString(Mode m);
@@ -55,7 +55,8 @@ struct Flags {
 struct StateInfo {
   State state = State::Unloaded;
   Mode mode = Mode::Thread;
-  std::optional<int> target;  // tid or cpu while loaded
+  std::optional<int> target;  // tid or cpu while loaded (0 for a control group)
+  std::string target_path;    // a control group's path while loaded
   std::uint16_t set = 0;      // the active set (the next to run while stopped)
   std::size_t queued = 0;
   std::uint64_t lost = 0;
@@ -136,6 +137,9 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
 
   // ctl commands (pfmfs(5), sessions/NAME/ctl).
   Status load(const Caller& caller, int target, std::optional<unsigned> set = std::nullopt);
+  // Mode cgroup: loads on the control group at `path` (pfmfs(5),
+  // CONTROL-GROUP LOADS), absolute or below the cgroup2 mount.
+  Status loadCgroup(const Caller& caller, std::string_view path, std::optional<unsigned> set = std::nullopt);
   Status unload();
   Status start(std::optional<unsigned> set = std::nullopt);
   Status stop();
@@ -296,6 +300,12 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   Status startCounting() REQUIRES(mutex_);
   void stopCounting() REQUIRES(mutex_);
   void unloadLocked(bool exited) REQUIRES(mutex_);
+  // load's parts: whether a load may come now, and which set runs first; the
+  // attach of a target whose checks passed.
+  Result<std::uint16_t> loadableLocked(std::optional<unsigned> set) REQUIRES(mutex_);
+  Status attachLocked(const Caller& caller, pmu::Target t, pid_t pid, std::uint16_t first, bool set_given)
+      REQUIRES(mutex_);
+  std::string describeTarget() const REQUIRES(mutex_);
   void releaseState() REQUIRES(mutex_);
   void queueMessage(const Message& m) REQUIRES(mutex_);
   void liveValues(const EventSet& set, pmu::RegMask pmds) REQUIRES(mutex_);

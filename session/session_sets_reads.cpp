@@ -89,6 +89,7 @@ StateInfo Session::state() {
   i.state = state_;
   i.mode = mode_;
   if (loaded()) i.target = target_.id;
+  if (loaded() && target_.cgroup) i.target_path = target_.cgroup->path();
   i.set = set_chosen_ || loaded() ? active_set_ : sets_.begin()->first;
   i.queued = messages_.size();
   i.lost = messages_.lost();

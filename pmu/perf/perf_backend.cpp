@@ -11,6 +11,7 @@
 
 #include "pmu/host_info.h"
 #include "pmu/perf/child_sampler.h"
+#include "pmu/perf/perf_cgroup_target.h"
 #include "pmu/perf/perf_inherit.h"
 #include "pmu/perf/perf_target.h"
 #include "pmu/perf_event/perf_event.h"
@@ -39,7 +40,8 @@ std::uint64_t PerfBackend::samplingKernelBytes(const Target& target) const {
   if (!target.sampling) return 0;
   // A ring maps its data pages and one page of metadata.
   const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  const std::uint64_t own = (kSamplingRingPages + 1) * page;
+  const std::uint64_t own =
+      (kSamplingRingPages + 1) * page * (target.kind == TargetKind::Cgroup ? cgroupCpuCount() : 1);
   return own + (target.inherit ? ChildSampler::ringBytes() : 0);
 }
 
@@ -81,6 +83,8 @@ Result<std::unique_ptr<PerfBackend>> PerfBackend::create(PerfOptions options) {
   }
   // It follows a thread's children (flags inherit), with perf's inherited events.
   desc.features.push_back("inherit");
+  // It loads on a control group (mode cgroup), with perf's cgroup mode.
+  desc.features.push_back("cgroup");
   if (auto bad = desc.validate(); !bad.empty()) return err(EINVAL, "{}: {}", desc.model, bad.front());
   auto poller = Poller::create();
   if (!poller) return poller.error();
@@ -96,6 +100,9 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
   if (shut_down_.load()) return err(ESHUTDOWN, "the perf backend is shut down");
   if (target.inherit && target.kind == TargetKind::Cpu)
     return err(EINVAL, "inherit follows a thread's children: cpu {} has none", target.id);
+  if (target.kind == TargetKind::Cgroup)
+    return attachPerfCgroup(model_, desc_, *poller_, target, std::move(listener),
+                            target.sampling ? kSamplingRingPages : kRingPages);
   pid_t tgid = 0;
   // task-clock counts the thread's whole CPU time whatever exclude_kernel
   // says; asking for user level only lets a daemon without CAP_PERFMON (a
@@ -145,7 +152,7 @@ Result<std::unique_ptr<TargetPmu>> PerfBackend::attach(const Target& target, std
   auto key = poller_->watch(anchor->get(), watch);
   if (!key) return key.error();
   return makePerfTarget(model_, desc_, *poller_, target, tgid, std::move(*anchor), std::move(ring), std::move(watch),
-                        *key, std::move(tree));
+                        *key, std::move(tree), OpenSpec::of(target));
 }
 
 }  // namespace pfmfs::pmu::perf

@@ -27,18 +27,12 @@ constexpr std::uint64_t kMaxLostReplay = 1024;
 // Group ids (FastGroup::id), unique in the daemon.
 std::atomic<std::uint64_t> next_group_id{1};
 
-std::uint64_t monotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 // The PMU of one thread or CPU as perf sees it.
 class PerfTarget final : public TargetPmu {
  public:
   PerfTarget(Model model, const PmuDescription& desc, Poller& poller, const Target& target, pid_t tgid, Fd anchor,
              std::unique_ptr<RingBuffer> ring, std::shared_ptr<Watch> watch, std::uint64_t watch_key,
-             std::unique_ptr<TreeFollower> tree)
+             std::unique_ptr<TreeFollower> tree, OpenSpec at)
       : model_(model),
         desc_(desc),
         poller_(poller),
@@ -48,7 +42,8 @@ class PerfTarget final : public TargetPmu {
         ring_(std::move(ring)),
         watch_(std::move(watch)),
         watch_key_(watch_key),
-        tree_(std::move(tree)) {
+        tree_(std::move(tree)),
+        at_(at) {
     if (target_.kind == TargetKind::Cpu) cpu_checked_at_ = monotonicNs();
   }
 
@@ -172,7 +167,7 @@ class PerfTarget final : public TargetPmu {
   }
 
   std::uint64_t timeNs() override {
-    if (target_.kind == TargetKind::Cpu) {
+    if (target_.kind != TargetKind::Thread) {
       last_time_ = std::max(last_time_, monotonicNs());
     } else if (auto t = tree_ ? tree_->timeNs() : readCount(anchor_.get()); t.ok()) {
       // The thread's CPU time: the anchor counts its task-clock; with
@@ -222,7 +217,7 @@ class PerfTarget final : public TargetPmu {
       o.pmds = regBit(desc_.pmds[c->slot].index);
       o.ip = r.ip;
       o.time_ns = r.time_ns;
-      o.cpu = static_cast<int>(r.lost ? (target_.kind == TargetKind::Cpu ? target_.id : 0) : r.cpu);
+      o.cpu = static_cast<int>(r.lost ? std::max(at_.cpu, 0) : r.cpu);
       if (r.lost == 0) {
         o.pid = static_cast<pid_t>(r.pid);
         o.tid = static_cast<pid_t>(r.tid);
@@ -239,6 +234,7 @@ class PerfTarget final : public TargetPmu {
 
   bool gone() override {
     if (target_.kind == TargetKind::Thread) return watch_->hup.load();
+    if (target_.kind == TargetKind::Cgroup) return false;  // its PerfCgroupTarget looks at the group
     // A CPU going offline says nothing on the perf descriptors: look now and
     // then (hot-unplug is rare; /sys costs a few syscalls).
     std::uint64_t now = monotonicNs();
@@ -309,8 +305,6 @@ class PerfTarget final : public TargetPmu {
 
   Status openGroup(Group& g, const std::vector<std::pair<std::size_t, CounterEvent>>& wanted,
                    std::span<const std::uint64_t> bits) {
-    const pid_t pid = target_.kind == TargetKind::Thread ? target_.id : -1;
-    const int cpu = target_.kind == TargetKind::Cpu ? target_.id : -1;
     g.time_enabled = g.time_running = 0;
     g.id = next_group_id.fetch_add(1, std::memory_order_relaxed);
     for (const auto& [slot, ev] : wanted) {
@@ -328,7 +322,7 @@ class PerfTarget final : public TargetPmu {
       // sample itself, and the engine's tick takes the records instead.
       a.wakeup_events = target_.sampling ? 0 : 1;
       const int leader = g.counters.empty() ? -1 : g.counters.front().fd.get();
-      auto fd = openEvent(a, pid, cpu, leader);
+      auto fd = openEvent(a, at_.pid, at_.cpu, leader, at_.flags);
       if (!fd) {
         return err(fd.code() == -ENOENT || fd.code() == -EINVAL ? EINVAL : -fd.code(), "pmd{}: {}",
                    desc_.pmds[slot].index, fd.error().reason);
@@ -469,6 +463,7 @@ class PerfTarget final : public TargetPmu {
   std::shared_ptr<Watch> watch_;
   std::uint64_t watch_key_;
   std::unique_ptr<TreeFollower> tree_;  // with inherit: the children's events and records
+  const OpenSpec at_;
 
   std::map<std::uint16_t, Group> groups_;  // one per set loaded so far
   Group* current_ = nullptr;               // the loaded set's group
@@ -490,9 +485,9 @@ class PerfTarget final : public TargetPmu {
 std::unique_ptr<TargetPmu> makePerfTarget(Model model, const PmuDescription& desc, Poller& poller, const Target& target,
                                           pid_t tgid, Fd anchor, std::unique_ptr<RingBuffer> ring,
                                           std::shared_ptr<Watch> watch, std::uint64_t watch_key,
-                                          std::unique_ptr<TreeFollower> tree) {
+                                          std::unique_ptr<TreeFollower> tree, OpenSpec at) {
   return std::make_unique<PerfTarget>(model, desc, poller, target, tgid, std::move(anchor), std::move(ring),
-                                      std::move(watch), watch_key, std::move(tree));
+                                      std::move(watch), watch_key, std::move(tree), at);
 }
 
 }  // namespace pfmfs::pmu::perf

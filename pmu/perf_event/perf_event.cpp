@@ -22,9 +22,9 @@ perf_event_attr userSoftwareAttr(std::uint64_t config) {
   return a;
 }
 
-Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd) {
+Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
   attr.size = sizeof attr;
-  long fd = ::syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+  long fd = ::syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC | flags);
   if (fd < 0) {
     int e = errno;
     return err(e, "perf_event_open(type={} config=0x{:x}, pid={}, cpu={}): {}", attr.type, attr.config, pid, cpu,

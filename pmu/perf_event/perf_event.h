@@ -26,8 +26,9 @@ namespace pfmfs::pmu::perf {
 // exclude_kernel says; dummy counts nothing and only carries records).
 perf_event_attr userSoftwareAttr(std::uint64_t config);
 
-// perf_event_open with close-on-exec. The error keeps the kernel's errno.
-Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd);
+// perf_event_open with close-on-exec, and `flags` besides (PERF_FLAG_PID_CGROUP:
+// `pid` is a cgroup directory's descriptor). The error keeps the kernel's errno.
+Result<Fd> openEvent(perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags = 0);
 
 // " (perf_event_paranoid=N)", to end a refusal's reason with the setting
 // that most often explains it; "" if it cannot be read.

@@ -33,7 +33,9 @@ std::uint64_t monotonicNs() {
 // The sim's view of one target: the emulated PMU, the driver that programs it,
 // and the target's clock. Under the real clock a thread's time is its CPU time
 // (sum_exec_runtime from /proc/TID/schedstat) and a CPU's time is wall time;
-// under the manual clock it is whatever the engine advanced it to.
+// under the manual clock it is whatever the engine advanced it to. A control
+// group's is its CPU time (cpu.stat's usage_usec, descendants included) under
+// the real clock: the sim counts what the group's threads would.
 //
 // A target with `inherit` holds the TaskTracker of its children and reports
 // them (takeChildEvents); each adopted child is a SimTarget of its own whose
@@ -157,6 +159,7 @@ class SimTarget final : public TargetPmu {
   }
 
   bool gone() override {
+    if (target_.kind == TargetKind::Cgroup) return gone_ || target_.cgroup->removed();
     if (gone_ || (sentinel_watch_ && sentinel_watch_->hup.load())) return true;
     // Without a sentinel (perf refused it), a set-id exec shows when the
     // engine next looks: /proc/TID/status changes owner (task_creds.h). A
@@ -208,6 +211,12 @@ class SimTarget final : public TargetPmu {
  private:
   std::uint64_t rawTime() {
     if (target_.kind == TargetKind::Cpu) return monotonicNs();
+    if (target_.kind == TargetKind::Cgroup) {
+      auto t = target_.cgroup->usageNs();
+      if (!t) gone_ = true;  // removed: its cpu.stat reads ENODEV
+      last_raw_ = t.value_or(last_raw_);
+      return last_raw_;
+    }
     char buf[128];
     ssize_t n = schedstat_fd_ >= 0 ? ::pread(schedstat_fd_, buf, sizeof buf - 1, 0) : -1;
     if (n <= 0) {
@@ -305,6 +314,8 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(SimOptions options) {
   // count past their overflow.
   // It follows a thread's children (flags inherit): a tool asks pmu/info.
   b->desc_.features.push_back("inherit");
+  // It loads on a control group (mode cgroup): a tool asks pmu/info.
+  b->desc_.features.push_back("cgroup");
   if (b->options_.skid > 0) b->desc_.features.push_back("ovfl_skid");
   // Without interrupts the engine must look at every counter before it can
   // wrap twice: half the range at the fastest event's rate.
@@ -336,7 +347,9 @@ Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, std:
   // listener from a thread of its own only for the records of followed
   // children (inherit).
   if (target.inherit && target.kind != TargetKind::Thread)
-    return err(EINVAL, "inherit follows a thread's children: cpu {} has none", target.id);
+    return err(EINVAL, "inherit follows a thread's children: a cpu or a control group has none");
+  if (target.kind == TargetKind::Cgroup && !target.cgroup)
+    return err(EINVAL, "a control group target without its group");
   pid_t tgid = 0;
   int fd = -1;
   if (target.kind == TargetKind::Thread) {
@@ -347,7 +360,7 @@ Result<std::unique_ptr<TargetPmu>> SimBackend::attach(const Target& target, std:
       fd = ::open(fmt::format("/proc/{}/schedstat", target.id).c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) return err(ESRCH, "cannot read the CPU time of thread {}", target.id);
     }
-  } else if (!cpuOnline(target.id)) {
+  } else if (target.kind == TargetKind::Cpu && !cpuOnline(target.id)) {
     return err(EINVAL, "cpu {} is not online", target.id);
   }
   std::unique_ptr<SimTarget> t(new SimTarget(*this, &msr_writes_, target, tgid, fd, /*from_creation=*/false));

@@ -59,8 +59,21 @@ void X86Backend::shutdown() {
   reader_->stop();
 }
 
+Status checkTarget(const Target& target) {
+  // Counting a group would mean switching counters at every context switch
+  // into and out of any of its threads, on every CPU: the module's hooks
+  // follow one thread (and its children) or one CPU, and changing it is out
+  // of this backend's reach (pfmfs(5), CONTROL-GROUP LOADS).
+  if (target.kind == TargetKind::Cgroup)
+    return err(EOPNOTSUPP,
+               "the x86 backend cannot count a control group: its helper module attaches only to a thread or a "
+               "cpu (use the perf backend)");
+  return {};
+}
+
 Result<std::unique_ptr<TargetPmu>> X86Backend::attach(const Target& target, std::weak_ptr<TargetListener> listener) {
   if (shut_down_.load()) return err(ESHUTDOWN, "the x86 backend is shut down");
+  if (Status s = checkTarget(target); !s) return s.error();
   std::optional<ThreadCpuTime> cpu_time;
   if (target.kind == TargetKind::Thread) {
     cpu_time = ThreadCpuTime::open(target.id);

@@ -34,6 +34,11 @@ const BackendEntry& backendEntry();
 // -ENODEV where the PMU has no general counter.
 Result<PmuDescription> describe(const HelperInfo& info);
 
+// What attach refuses before it asks the module: a control group (the module
+// attaches to threads and CPUs only; its description has no "cgroup"
+// feature), EOPNOTSUPP with the reason.
+Status checkTarget(const Target& target);
+
 class X86Backend final : public Backend {
  public:
   // -ENOENT when the module is not loaded, -EPERM/-EACCES when the device

@@ -503,16 +503,22 @@ TEST_P(CtlTest, Golden) {
 INSTANTIATE_TEST_SUITE_P(
     Rows, CtlTest,
     ::testing::Values(
-        CtlRow{"load 1234", {K::Load, 1234, std::nullopt}, 0}, CtlRow{"load 1234\n", {K::Load, 1234, std::nullopt}, 0},
-        CtlRow{"load 0", {K::Load, 0, std::nullopt}, 0}, CtlRow{"load 0x10", {K::Load, 16, std::nullopt}, 0},
-        CtlRow{"load 2147483647", {K::Load, 2147483647, std::nullopt}, 0},
-        CtlRow{"load 1234 set=3", {K::Load, 1234, 3u}, 0}, CtlRow{"  load\t7  set=65535 \n", {K::Load, 7, 65535u}, 0},
-        CtlRow{"load 7 set=0", {K::Load, 7, 0u}, 0}, CtlRow{"start", {K::Start, 0, std::nullopt}, 0},
+        CtlRow{"load 1234", {K::Load, 1234, std::nullopt, "1234"}, 0},
+        CtlRow{"load 1234\n", {K::Load, 1234, std::nullopt, "1234"}, 0},
+        CtlRow{"load 0", {K::Load, 0, std::nullopt, "0"}, 0},
+        CtlRow{"load 0x10", {K::Load, 16, std::nullopt, "0x10"}, 0},
+        CtlRow{"load 2147483647", {K::Load, 2147483647, std::nullopt, "2147483647"}, 0},
+        CtlRow{"load 1234 set=3", {K::Load, 1234, 3u, "1234"}, 0},
+        CtlRow{"  load\t7  set=65535 \n", {K::Load, 7, 65535u, "7"}, 0},
+        CtlRow{"load 7 set=0", {K::Load, 7, 0u, "7"}, 0}, CtlRow{"start", {K::Start, 0, std::nullopt}, 0},
         CtlRow{"start\n", {K::Start, 0, std::nullopt}, 0}, CtlRow{"start 2", {K::Start, 0, 2u}, 0},
         CtlRow{"start 65535", {K::Start, 0, 65535u}, 0}, CtlRow{"stop", {K::Stop, 0, std::nullopt}, 0},
         CtlRow{"restart\n", {K::Restart, 0, std::nullopt}, 0}, CtlRow{"unload", {K::Unload, 0, std::nullopt}, 0},
         // Refusals.
-        CtlRow{"", {}, EINVAL}, CtlRow{"\n", {}, EINVAL}, CtlRow{"load", {}, EINVAL}, CtlRow{"load abc", {}, EINVAL},
+        CtlRow{"", {}, EINVAL}, CtlRow{"\n", {}, EINVAL}, CtlRow{"load", {}, EINVAL},
+        CtlRow{"load abc", {K::Load, -1, std::nullopt, "abc"}, 0},
+        CtlRow{"load /sys/fs/cgroup/a.slice set=2", {K::Load, -1, 2u, "/sys/fs/cgroup/a.slice"}, 0},
+        CtlRow{"load /a b", {}, EINVAL}, CtlRow{"load /a\nb", {}, EINVAL}, CtlRow{"load /a set=x", {}, EINVAL},
         CtlRow{"load -1", {}, EINVAL}, CtlRow{"load 2147483648", {}, EINVAL}, CtlRow{"load 1 set=", {}, EINVAL},
         CtlRow{"load 1 set=70000", {}, EINVAL}, CtlRow{"load 1 set=65536", {}, EINVAL},
         CtlRow{"load 1 set=-1", {}, EINVAL}, CtlRow{"load 1 set=x", {}, EINVAL}, CtlRow{"load 1 set 2", {}, EINVAL},
@@ -552,19 +558,19 @@ TEST(Format, PmuInfo) {
   auto b = simBackend();
   EXPECT_EQ(formatPmuInfo(*b, 1000000),
             "backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=1000000\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,cgroup tick_ns=1000000\n");
   auto small = simBackend(2, 32);
   EXPECT_EQ(formatPmuInfo(*small, 250000),
             "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=250000\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,cgroup tick_ns=250000\n");
   EXPECT_EQ(formatPmuInfo(*small, 1000000, {"@pfmfs-fastpath.1.00ff", 1, 4294967294u}),
             "backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 width=32 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,fastpath tick_ns=1000000 "
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,cgroup,fastpath tick_ns=1000000 "
             "fastpath=@pfmfs-fastpath.1.00ff fastpath_pid=1 fastpath_uid=4294967294\n");
   auto wide = simBackend(8, 64);
   EXPECT_EQ(formatPmuInfo(*wide, 1000000),
             "backend=sim model=intel-arch-v2 pmcs=0x100ff pmds=0x700ff counters=8 fixed=3 width=64 "
-            "features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=1000000\n");
+            "features=fixed_counters,global_ctrl,ovfl_intr,inherit,cgroup tick_ns=1000000\n");
 }
 
 TEST(Format, Events) {

@@ -153,11 +153,16 @@ class Worker:
         elif kind == 'flags':
             rel, text = 'flags', rnd.choice(['', 'no_msg', 'notify_block', 'inherit', 'no_msg inherit', rnd.choice(GARBAGE)])
         elif kind == 'mode':
-            rel, text = 'mode', rnd.choice(['thread', 'system', rnd.choice(GARBAGE)])
+            rel, text = 'mode', rnd.choice(['thread', 'system', 'cgroup', rnd.choice(GARBAGE)])
         elif kind == 'ctl':
             tid = rnd.choice([self.target.pid, self.target.pid, 1, 999999999, -1, 0])
-            rel, text = 'ctl', rnd.choice([f'load {tid}', f'load {tid} set={rnd.choice([0, 1, 9])}', 'start', 'start 1',
-                                           'stop', 'restart', 'unload', 'unload', rnd.choice(GARBAGE)])
+            # Control groups (mode cgroup): the hierarchy's root, a relative
+            # path below it, and paths that are refused.
+            group = rnd.choice(['/sys/fs/cgroup', '/sys/fs/cgroup/unified', 'init.scope', '.', '..', '/tmp',
+                                'no-such-group', '/sys/fs/cgroup/unified/cgroup.procs'])
+            rel, text = 'ctl', rnd.choice([f'load {tid}', f'load {tid} set={rnd.choice([0, 1, 9])}', f'load {group}',
+                                           f'load {group} set=1', 'start', 'start 1', 'stop', 'restart', 'unload',
+                                           'unload', rnd.choice(GARBAGE)])
         elif kind == 'mkset':
             new = rnd.randrange(6)
             self.call(f'mkset {name}/{new}', os.mkdir, os.path.join(sess, 'sets', str(new)))

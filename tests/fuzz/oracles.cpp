@@ -214,10 +214,12 @@ bool ctl(std::string_view in, Fail fail) {
   auto r = fs::parseCtl(in);
   if (!accepted(r, check)) return false;
   using Kind = fs::CtlCommand::Kind;
-  check(r->target >= 0, "a negative target");
+  check(r->target >= 0 || (r->kind == Kind::Load && !r->path.empty() && (r->path[0] < '0' || r->path[0] > '9')),
+        "a negative target that is not a path");
+  check(r->path.find_first_of(" \t\n") == std::string::npos, "a path with a blank");
   check(r->set.value_or(0) <= 65535u, "a set past 65535");
   bool load = r->kind == Kind::Load;
-  check(load || r->target == 0, "a target on a command other than load");
+  check(load || (r->target == 0 && r->path.empty()), "a target on a command other than load");
   check(load || r->kind == Kind::Start || !r->set.has_value(), "a set on stop, restart or unload");
   return true;
 }
@@ -428,9 +430,12 @@ const std::vector<Oracle>& oracles() {
         "\npmd3 1 reset_pmds=0,1 smpl_pmds=2 eventid=0x10 random_mask=3 random\n\npmc3 LLC_MISSES:u:k\n"},
        regs},
       {"parseSwitch", {"none", "ovfl\n", "time 1000000\n", "time 0x10"}, switchSpec},
-      {"parseMode", {"thread\n", "system"}, mode},
+      {"parseMode", {"thread\n", "system", "cgroup\n"}, mode},
       {"parseFlags", {"notify_block no_msg", "autoclose,inherit\n", "none", "no_msg , autoclose inherit"}, flags},
-      {"parseCtl", {"load 1234 set=3\n", "load 7", "start", "start 2\n", "stop", "restart", "unload"}, ctl},
+      {"parseCtl",
+       {"load 1234 set=3\n", "load 7", "load /sys/fs/cgroup/a set=1", "load system.slice", "start", "start 2\n", "stop",
+        "restart", "unload"},
+       ctl},
       {"parseAdvance", {"1000\n", "0", "0x10", "18446744073709551615"}, advance},
       {"parseSmplFmt",
        {"none\n", "default buf_size=65536\n", "default buf_size=0x10000 buf_flags=0",
@@ -534,6 +539,10 @@ const std::vector<std::string>& dictionary() {
                                              "ovfl",
                                              "thread",
                                              "system",
+                                             "cgroup",
+                                             "/sys/fs/cgroup/",
+                                             "..",
+                                             "./",
                                              "notify_block",
                                              "no_msg",
                                              "autoclose",

@@ -168,7 +168,7 @@ def baseInfo(text):
 SIM_PMU = PmuTable(
     backend='sim', model='intel-arch-v2',
     info='backend=sim model=intel-arch-v2 pmcs=0x1000f pmds=0x7000f counters=4 fixed=3 width=48 '
-         'features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=1000000\n',
+         'features=fixed_counters,global_ctrl,ovfl_intr,inherit,cgroup tick_ns=1000000\n',
     pmcs=[0, 1, 2, 3, 16], pmds=[0, 1, 2, 3, 16, 17, 18],
     # Indices the description does not list (ENOENT as paths, EINVAL in regs).
     missing_pmc=4, missing_pmd=19,
@@ -228,7 +228,7 @@ PERF_SW_EVENTS = [
 PERF_PMU = PmuTable(
     backend='perf', model='perf-sw',
     info='backend=perf model=perf-sw pmcs=0xff pmds=0xff counters=8 fixed=0 width=64 '
-         'features=perf_events,software_events,ovfl_intr,inherit tick_ns=1000000\n',
+         'features=perf_events,software_events,ovfl_intr,inherit,cgroup tick_ns=1000000\n',
     pmcs=list(range(8)), pmds=list(range(8)),
     missing_pmc=8, missing_pmd=8,
     exclusive_threads=False, holds_threads=False,  # perf counts for any number of sessions; holds no thread

@@ -339,7 +339,7 @@ class SmallPmuTreeTest(MountTestCase):
     def test_pmu_info(self):
         self.assertEqual(pfmfs_mount.baseInfo(self.m.read('pmu/info')),
                          'backend=sim model=intel-arch-v2 pmcs=0x10003 pmds=0x70003 counters=2 fixed=3 '
-                         'width=40 features=fixed_counters,global_ctrl,ovfl_intr,inherit tick_ns=250000\n')
+                         'width=40 features=fixed_counters,global_ctrl,ovfl_intr,inherit,cgroup tick_ns=250000\n')
 
     def test_listings(self):
         self.assertEqual(sorted(os.listdir(self.m.path('pmu/desc'))),

@@ -4,6 +4,8 @@
 // against the module in the QEMU guest (tests/vm/, the NAME-x86 mount tests).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <map>
 #include <vector>
 
@@ -58,6 +60,23 @@ TEST(X86Describe, HardwareWithoutTheEmulationFlagSaysNothingOfIt) {
   auto d = describe(i);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->features, (std::vector<std::string>{"fixed_counters", "global_ctrl", "ovfl_intr", "inherit"}));
+}
+
+// The module attaches to a thread or a cpu only: a control group is refused
+// before it is asked (pfmfs(5), CONTROL-GROUP LOADS), and pmu/info says so
+// by the missing "cgroup" feature.
+TEST(X86Targets, AControlGroupIsRefusedWithEopnotsupp) {
+  Target group{TargetKind::Cgroup, 0};
+  Status s = checkTarget(group);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), -EOPNOTSUPP);
+  EXPECT_NE(s.error().reason.find("the x86 backend cannot count a control group"), std::string::npos)
+      << s.error().reason;
+  EXPECT_TRUE(checkTarget(Target{TargetKind::Thread, 1}).ok());
+  EXPECT_TRUE(checkTarget(Target{TargetKind::Cpu, 0}).ok());
+  auto d = describe(emulatedInfo());
+  ASSERT_TRUE(d);
+  EXPECT_EQ(std::count(d->features.begin(), d->features.end(), "cgroup"), 0);
 }
 
 TEST(X86Describe, MoreThanEightGeneralCountersServeTheFirstEight) {

@@ -1,0 +1,39 @@
+// Loading a session on a control group (mode cgroup; pfmfs(5), CONTROL-GROUP
+// LOADS): the path checked and opened, the delegation rule, then the same
+// attach as a thread or a CPU (session.cpp).
+#include <fmt/format.h>
+
+#include "pmu/cgroup_dir.h"
+#include "session/monitor_rule.h"
+#include "session/session.h"
+#include "session/session_op.h"
+
+namespace pfmfs::session {
+
+Status Session::loadCgroup(const Caller& caller, std::string_view path, std::optional<unsigned> set) {
+  Op op(*this);
+  auto first = loadableLocked(set);
+  if (!first) return fail(first.error());
+  if (mode_ != Mode::Cgroup)
+    return fail(err(EINVAL, "load: '{}' is not a thread id or cpu number (a control group's path needs mode cgroup)",
+                    path.substr(0, 64)));
+  // A relative path is below the hierarchy the daemon sees mounted; an
+  // absolute one needs none to be found.
+  std::string root;
+  if (!path.empty() && path.front() != '/') {
+    auto r = pmu::cgroup2Root();
+    if (!r) return fail(r.error());
+    root = std::move(*r);
+  }
+  auto resolved = pmu::resolveCgroupPath(path, root);
+  if (!resolved) return fail(resolved.error());
+  auto dir = pmu::CgroupDir::open(*resolved);
+  if (!dir) return fail(dir.error());
+  if (Status may = mayMonitorCgroup(caller, **dir); !may) return fail(may.error());
+  pmu::Target t{pmu::TargetKind::Cgroup, 0};
+  t.cgroup = std::move(*dir);
+  if (Status s = attachLocked(caller, std::move(t), 0, *first, set.has_value()); !s) return s;
+  return op.publish();
+}
+
+}  // namespace pfmfs::session
