@@ -94,6 +94,9 @@ session::Caller Filesystem::callerOf(fuse_req_t req, bool for_load) const {
     if (ctx->gid == *config_.system_group) c.may_system_wide = true;
     for (gid_t g : c.groups)
       if (g == *config_.system_group) c.may_system_wide = true;
+    // perf's cgroup events are CPU-wide events: the kernel opens them for
+    // whoever may count a CPU, which is what the system group grants.
+    c.may_any_cgroup = c.may_system_wide;
   }
   return c;
 }

@@ -25,7 +25,8 @@ struct Caller {
   // What a control-group load checks (session/monitor_rule.h): the
   // caller's supplementary groups (with `uid` and `gid`, the ids the kernel
   // checks a write to the group's directory with), and whether it holds
-  // CAP_PERFMON or CAP_SYS_ADMIN in pfmfsd's user namespace.
+  // CAP_PERFMON or CAP_SYS_ADMIN in pfmfsd's user namespace, or is in the
+  // daemon's system group: what lets it count any group.
   std::vector<gid_t> groups{};
   bool may_any_cgroup = false;
 

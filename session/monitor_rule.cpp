@@ -36,7 +36,7 @@ Status mayMonitorCgroup(const Caller& caller, const pmu::CgroupDir& dir) {
   if (pmu::modeAllowsWrite(st, caller.uid, caller.gid, caller.groups)) return {};
   return err(EPERM,
              "control group {} is not delegated to you: its directory (owner uid {}, gid {}, mode {:o}) is not "
-             "writable by uid {}; a group of another user needs CAP_PERFMON",
+             "writable by uid {}; a group of another user needs CAP_PERFMON or pfmfsd's --system-group",
              dir.path(), st.st_uid, st.st_gid, st.st_mode & 07777, caller.uid);
 }
 

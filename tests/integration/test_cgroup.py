@@ -219,6 +219,23 @@ class CgroupTest(CgroupCase):
         self.assertRefused(s, errno.ENOENT, 'ctl', f'load {g}\n')
 
 
+class SystemGroupCgroupTest(CgroupCase):
+    """pfmfsd's --system-group grants CPU-wide counting, and with it any
+    group, as the kernel opens a cgroup event for whoever may count a CPU."""
+
+    mount_args = [f'--system-group={TEST_GROUP}']
+
+    def test_member_loads_any_group_non_member_none(self):
+        owned_by_root = self.group('sysgroup')
+        member = self.cgroupSession(TEST_USER)
+        runAs(TEST_USER, member.ctl, f'load {owned_by_root}')
+        self.assertEqual(runAs(TEST_USER, member.state), cgroupLine('loaded', target=owned_by_root))
+        other = self.cgroupSession(TEST_USER2)
+        e = self.assertErrno(errno.EPERM, runAs, TEST_USER2, other.ctl, f'load {owned_by_root}')
+        self.assertIn('--system-group', runAs(TEST_USER2, other.error), e)
+        self.assertEqual(other.state(), cgroupLine())
+
+
 @simOnly
 class SimCgroupTest(CgroupCase):
     """Under the manual clock a group's time is the advance, as any target's."""

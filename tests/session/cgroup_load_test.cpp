@@ -79,12 +79,8 @@ TEST(CgroupRule, WhoMayLoadOnAGroup) {
   EXPECT_EQ(verdict(user, *t), EPERM);
   user.groups = {kOtherGroup};
   EXPECT_EQ(verdict(user, *t), 0) << "a supplementary group may write";
-  // The daemon's system group (system-wide loads) grants no group.
-  Caller system = Caller::user(kUser + 1, kGroup);
-  system.may_system_wide = true;
-  EXPECT_EQ(verdict(system, *r), EPERM);
-  EXPECT_EQ(verdict(system, *d), EPERM);
-  // CAP_PERFMON (or CAP_SYS_ADMIN) in the daemon's namespace: any group.
+  // CAP_PERFMON (or CAP_SYS_ADMIN) in the daemon's namespace, or the
+  // daemon's system group (the fs layer sets may_any_cgroup): any group.
   Caller perfmon = Caller::user(kUser + 1, kGroup);
   perfmon.may_any_cgroup = true;
   EXPECT_EQ(verdict(perfmon, *r), 0);
