@@ -3,7 +3,9 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -118,14 +120,33 @@ bool modeAllowsWrite(const struct stat& st, uid_t uid, gid_t gid, const std::vec
   return (st.st_mode & S_IWOTH) != 0;
 }
 
-Result<std::shared_ptr<const CgroupDir>> CgroupDir::open(const std::string& path) {
+Result<std::shared_ptr<const CgroupDir>> CgroupDir::open(const std::string& path, const std::string& root) {
+  std::string base = root;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  std::string rel;
+  if (path == base) {
+    rel = ".";
+  } else if (base == "/" && path.size() > 1 && path.front() == '/') {
+    rel = path.substr(1);
+  } else if (path.size() > base.size() + 1 && path.compare(0, base.size(), base) == 0 && path[base.size()] == '/') {
+    rel = path.substr(base.size() + 1);
+  } else {
+    return err(EINVAL, "load: {} is not below the cgroup2 mount {}", path, base);
+  }
+  Fd root_fd(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd) return err(errno, "load: cannot open the cgroup2 mount {}: {}", base, std::strerror(errno));
   std::shared_ptr<CgroupDir> d(new CgroupDir());
   d->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  open_how how{};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  int fd = static_cast<int>(::syscall(SYS_openat2, root_fd.get(), rel.c_str(), &how, sizeof how));
   if (fd < 0) {
     int e = errno;
     if (e == ENOTDIR) return err(ENOTDIR, "load: {} is not a directory", path);
     if (e == ENOENT) return err(ENOENT, "load: no control group {}", path);
+    if (e == ELOOP || e == EXDEV)
+      return err(EINVAL, "load: {} goes through a symbolic link or another mount below {}", path, base);
     return err(e, "load: cannot open {}: {}", path, std::strerror(e));
   }
   d->fd_ = Fd(fd);

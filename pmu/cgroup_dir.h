@@ -44,9 +44,15 @@ bool modeAllowsWrite(const struct stat& st, uid_t uid, gid_t gid, const std::vec
 // An open control-group directory of a cgroup v2 hierarchy.
 class CgroupDir {
  public:
-  // Opens an absolute path (resolveCgroupPath's). ENOENT: no such path;
-  // ENOTDIR: not a directory; EINVAL: not on a cgroup v2 hierarchy.
-  static Result<std::shared_ptr<const CgroupDir>> open(const std::string& path);
+  // Opens an absolute path (resolveCgroupPath's) below `root`, the cgroup2
+  // mount (cgroup2Root()), looked up from `root` without following a
+  // symbolic link or leaving its mount: the daemon opens what a user names,
+  // and may look where the user cannot, so it never looks outside the
+  // hierarchy (an ENOENT elsewhere would say whether a private path
+  // exists). EINVAL: not below root, a symbolic link or another mount on
+  // the way, not on a cgroup v2 hierarchy; ENOENT: no such group; ENOTDIR:
+  // not a directory.
+  static Result<std::shared_ptr<const CgroupDir>> open(const std::string& path, const std::string& root);
 
   const std::string& path() const { return path_; }
   int fd() const { return fd_.get(); }           // the directory (perf's PERF_FLAG_PID_CGROUP takes it)

@@ -17,17 +17,15 @@ Status Session::loadCgroup(const Caller& caller, std::string_view path, std::opt
   if (mode_ != Mode::Cgroup)
     return fail(err(EINVAL, "load: '{}' is not a thread id or cpu number (a control group's path needs mode cgroup)",
                     path.substr(0, 64)));
-  // A relative path is below the hierarchy the daemon sees mounted; an
-  // absolute one needs none to be found.
-  std::string root;
-  if (!path.empty() && path.front() != '/') {
-    auto r = pmu::cgroup2Root();
-    if (!r) return fail(r.error());
-    root = std::move(*r);
-  }
-  auto resolved = pmu::resolveCgroupPath(path, root);
+  // A relative path is below the hierarchy the daemon sees mounted, and an
+  // absolute one must be: the daemon opens nothing outside it.
+  auto resolved = pmu::resolveCgroupPath(path, "");
   if (!resolved) return fail(resolved.error());
-  auto dir = pmu::CgroupDir::open(*resolved);
+  auto root = pmu::cgroup2Root();
+  if (!root) return fail(root.error());
+  if (path.front() != '/') resolved = pmu::resolveCgroupPath(path, *root);
+  if (!resolved) return fail(resolved.error());
+  auto dir = pmu::CgroupDir::open(*resolved, *root);
   if (!dir) return fail(dir.error());
   if (Status may = mayMonitorCgroup(caller, **dir); !may) return fail(may.error());
   pmu::Target t{pmu::TargetKind::Cgroup, 0};

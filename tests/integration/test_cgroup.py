@@ -140,8 +140,11 @@ class CgroupTest(CgroupCase):
         bad = [
             (errno.EINVAL, f'load {g}/../{os.path.basename(g)}'),  # a '..' component
             (errno.EINVAL, 'load ..'),
-            (errno.EINVAL, 'load /tmp'),  # not on cgroup2
+            (errno.EINVAL, 'load /tmp'),  # not below the cgroup2 mount
             (errno.EINVAL, 'load /proc/self'),
+            # Outside the hierarchy, what exists and what does not look alike.
+            (errno.EINVAL, 'load /root'),
+            (errno.EINVAL, 'load /root/pfmfs-no-such-dir'),
             (errno.ENOENT, f'load {g}/no-such-group'),
             (errno.ENOENT, 'load pfmfs-no-such-group-at-all'),
             (errno.ENOENT, 'load 123456789'),  # in mode cgroup a number is a path too

@@ -177,10 +177,17 @@ class TestGroup {
   pid_t child_ = 0;
 };
 
+// A group opened as a load opens it: below the cgroup2 mount.
+Result<std::shared_ptr<const CgroupDir>> openGroup(const std::string& path) {
+  auto root = cgroup2Root();
+  if (!root) return root.error();
+  return CgroupDir::open(path, *root);
+}
+
 TEST(CgroupDirOpen, ARealGroupAndWhatIsNotOne) {
   ASSERT_EQ(::geteuid(), 0u) << "the test makes control groups: run it as root (CI does)";
   TestGroup g("open");
-  auto d = CgroupDir::open(g.path());
+  auto d = openGroup(g.path());
   ASSERT_TRUE(d.ok()) << d.error().reason;
   EXPECT_EQ((*d)->path(), g.path());
   EXPECT_TRUE(S_ISDIR((*d)->st().st_mode));
@@ -188,20 +195,51 @@ TEST(CgroupDirOpen, ARealGroupAndWhatIsNotOne) {
   ASSERT_TRUE((*d)->usageNs().has_value());
   EXPECT_EQ(*(*d)->usageNs(), 0u) << "an empty new group has run nothing";
 
-  EXPECT_EQ(CgroupDir::open("/tmp").code(), -EINVAL);
-  EXPECT_EQ(CgroupDir::open("/proc/self").code(), -EINVAL);
-  EXPECT_EQ(CgroupDir::open(g.path() + "/no-such-group").code(), -ENOENT);
-  EXPECT_EQ(CgroupDir::open(g.path() + "/cgroup.procs").code(), -ENOTDIR);
+  // Nothing outside the hierarchy is opened: a path that exists and one
+  // that does not are refused alike, so no one learns which is which.
+  for (const char* outside : {"/tmp", "/proc/self", "/root", "/root/no-such-dir"}) {
+    auto o = openGroup(outside);
+    EXPECT_EQ(o.code(), -EINVAL) << outside;
+    if (!o.ok()) {
+      EXPECT_NE(o.error().reason.find("is not below the cgroup2 mount"), std::string::npos) << outside;
+    }
+  }
+  EXPECT_EQ(openGroup(g.path() + "/no-such-group").code(), -ENOENT);
+  EXPECT_EQ(openGroup(g.path() + "/cgroup.procs").code(), -ENOTDIR);
 
   g.remove();
   EXPECT_TRUE((*d)->removed());
   EXPECT_FALSE((*d)->usageNs().has_value());
 }
 
+TEST(CgroupDirOpen, NoSymbolicLinkIsFollowed) {
+  // cgroupfs has no links; below another root, a link to a directory
+  // beside it is refused while the directory itself is opened (and then
+  // refused as no cgroup2 directory).
+  char tmpl[] = "/tmp/pfmfs-cgroup-root-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string root = tmpl;
+  ASSERT_EQ(::mkdir((root + "/dir").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink((root + "/dir").c_str(), (root + "/link").c_str()), 0);
+  auto link = CgroupDir::open(root + "/link", root);
+  EXPECT_EQ(link.code(), -EINVAL);
+  if (!link.ok()) {
+    EXPECT_NE(link.error().reason.find("symbolic link"), std::string::npos) << link.error().reason;
+  }
+  auto dir = CgroupDir::open(root + "/dir", root);
+  EXPECT_EQ(dir.code(), -EINVAL);
+  if (!dir.ok()) {
+    EXPECT_NE(dir.error().reason.find("cgroup v2"), std::string::npos) << dir.error().reason;
+  }
+  ::unlink((root + "/link").c_str());
+  ::rmdir((root + "/dir").c_str());
+  ::rmdir(root.c_str());
+}
+
 TEST(CgroupDirOpen, UsageCountsTheGroupsCpuTime) {
   ASSERT_EQ(::geteuid(), 0u);
   TestGroup g("usage");
-  auto d = CgroupDir::open(g.path());
+  auto d = openGroup(g.path());
   ASSERT_TRUE(d.ok()) << d.error().reason;
   g.spin();
   const auto t0 = monotonicNs();
@@ -247,7 +285,7 @@ std::uint64_t pmd0(TargetPmu& p, const PmuDescription& desc) {
 TEST(SimCgroup, ManualClockCountsRateTimesAdvanceUntilRemoved) {
   ASSERT_EQ(::geteuid(), 0u);
   TestGroup g("sim-manual");
-  auto d = CgroupDir::open(g.path());
+  auto d = openGroup(g.path());
   ASSERT_TRUE(d.ok()) << d.error().reason;
   auto b = sim(ClockKind::Manual);
   ASSERT_TRUE(b);
@@ -268,7 +306,7 @@ TEST(SimCgroup, ManualClockCountsRateTimesAdvanceUntilRemoved) {
 TEST(SimCgroup, RealClockIsTheGroupsCpuTime) {
   ASSERT_EQ(::geteuid(), 0u);
   TestGroup g("sim-real");
-  auto d = CgroupDir::open(g.path());
+  auto d = openGroup(g.path());
   ASSERT_TRUE(d.ok()) << d.error().reason;
   auto b = sim(ClockKind::Real);
   ASSERT_TRUE(b);
@@ -292,7 +330,7 @@ TEST(SimCgroup, RealClockIsTheGroupsCpuTime) {
 TEST(SimCgroup, InheritIsRefused) {
   ASSERT_EQ(::geteuid(), 0u);
   TestGroup g("sim-inherit");
-  auto d = CgroupDir::open(g.path());
+  auto d = openGroup(g.path());
   ASSERT_TRUE(d.ok());
   auto b = sim(ClockKind::Manual);
   ASSERT_TRUE(b);

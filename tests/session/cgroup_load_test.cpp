@@ -38,6 +38,7 @@ class Group {
     auto root = pfmfs::pmu::cgroup2Root();
     EXPECT_TRUE(root.ok()) << (root.ok() ? "" : root.error().reason);
     if (!root.ok()) return;
+    root_ = *root;
     path_ = *root + "/pfmfs-unit-" + name + "-" + std::to_string(::getpid());
     (void)::rmdir(path_.c_str());
     EXPECT_EQ(::mkdir(path_.c_str(), 0755), 0) << path_;
@@ -50,12 +51,13 @@ class Group {
   }
   const std::string& path() const { return path_; }
   std::shared_ptr<const CgroupDir> open() const {
-    auto d = CgroupDir::open(path_);
+    auto d = CgroupDir::open(path_, root_);
     EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().reason);
     return d.ok() ? *d : nullptr;
   }
 
  private:
+  std::string root_;
   std::string path_;
 };
 
