@@ -54,7 +54,7 @@ std::vector<int> parseCpuList(const std::string& text, const char* what) {
 
 std::string usageText() {
   return "usage: pfmstat [options] [--] COMMAND [ARGS...]\n"
-         "       pfmstat [options] -p PID[,PID...] | -t TID[,TID...] | -a | -C CPUS [-- COMMAND...]\n"
+         "       pfmstat [options] -p PID[,PID...] | -t TID[,TID...] | -a | -C CPUS | -G PATH [-- COMMAND...]\n"
          "Counts events on a pfmfs mount, as perf stat does (pfmstat(1)).\n"
          "  -e, --event LIST       events: NAME[:u][:k] or rHEX, comma-separated; {A,B} is a group\n"
          "                         that counts together (one event set); repeatable\n"
@@ -69,6 +69,8 @@ std::string usageText() {
          "  -t, --tid TIDS         attach to these threads\n"
          "  -a, --all-cpus         count every online cpu (system mode)\n"
          "  -C, --cpu LIST         count these cpus (system mode): 0-3,5\n"
+         "  -G, --cgroup PATH      count a control group on every cpu: a cgroup v2 directory,\n"
+         "                         absolute or below the cgroup2 mount\n"
          "  -I, --interval-print N print the counts of every N ms (at least 10)\n"
          "  -x, --field-separator S  CSV: count,event,scaled,running_ns,enabled_ns,percent\n"
          "      --json             one JSON object per line\n"
@@ -92,6 +94,7 @@ Options parseOptions(int argc, char** argv) {
       {"tid", required_argument, nullptr, 't'},
       {"all-cpus", no_argument, nullptr, 'a'},
       {"cpu", required_argument, nullptr, 'C'},
+      {"cgroup", required_argument, nullptr, 'G'},
       {"interval-print", required_argument, nullptr, 'I'},
       {"field-separator", required_argument, nullptr, 'x'},
       {"json", no_argument, nullptr, kJson},
@@ -108,7 +111,7 @@ Options parseOptions(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "+:e:M:ip:t:aC:I:x:r:o:hV", longs, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:e:M:ip:t:aC:G:I:x:r:o:hV", longs, nullptr)) != -1) {
     std::string arg = optarg ? optarg : "";
     switch (c) {
       case 'e':
@@ -154,6 +157,12 @@ Options parseOptions(int argc, char** argv) {
         o.system = true;
         o.cpus = parseCpuList(arg, "-C");
         break;
+      case 'G':
+        // One group a run; the mount checks the path (pfmfs(5), CONTROL-GROUP LOADS).
+        if (arg.empty()) throw UsageError("-G needs a control group's path");
+        if (!o.cgroup.empty()) throw UsageError("-G names one control group a run");
+        o.cgroup = arg;
+        break;
       case 'I':
         o.interval_ms = number(arg, "-I", 10, 3'600'000);
         break;
@@ -192,10 +201,18 @@ Options parseOptions(int argc, char** argv) {
   if (o.help || o.version || o.list_metrics) return o;
 
   bool threads = !o.pids.empty() || !o.tids.empty();
+  if (!o.cgroup.empty()) {
+    // perf stat wants -a with -G; a group is counted on every cpu anyway.
+    if (threads) throw UsageError("-p/-t count threads, -G a control group: choose one");
+    if (!o.cpus.empty()) throw UsageError("-G counts its group on every cpu: -C does not go with it");
+    if (!o.inherit) throw UsageError("--no-inherit is for threads; -G counts a whole control group");
+    o.system = false;
+  }
   if (threads && o.system) throw UsageError("-p/-t count threads, -a/-C cpus: choose one");
-  if (!threads && !o.system && o.command.empty())
-    throw UsageError("nothing to count: give a command, -p, -t, -a or -C (pfmstat --help)");
+  if (!threads && !o.system && o.cgroup.empty() && o.command.empty())
+    throw UsageError("nothing to count: give a command, -p, -t, -a, -C or -G (pfmstat --help)");
   if (o.repeat > 1 && o.command.empty()) throw UsageError("-r repeats a command: give one");
+  if (o.repeat > 1 && !o.cgroup.empty()) throw UsageError("-r and -G do not go together");
   if (o.repeat > 1 && o.interval_ms) throw UsageError("-r and -I do not go together");
   if (o.json && o.separator) throw UsageError("--json and -x do not go together");
   if (o.system && !o.inherit) throw UsageError("--no-inherit is for threads; -a/-C count whole cpus");

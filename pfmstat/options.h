@@ -18,6 +18,7 @@ struct Options {
   std::vector<pid_t> tids;                 // -t: these threads
   bool system = false;                     // -a or -C: count CPUs in system mode
   std::vector<int> cpus;                   // -C; empty with -a: every online cpu
+  std::string cgroup;                      // -G: count this control group (cgroup mode)
   std::uint64_t interval_ms = 0;           // -I: print every N ms (0: at the end only)
   std::optional<std::string> separator;    // -x: CSV with this separator
   bool json = false;                       // --json: one JSON object per line

@@ -75,7 +75,10 @@ Plan makePlan(const Options& o) {
   for (auto& g : metricGroups(p.metrics)) groups.push_back(std::move(g));
   p.sets = planSets(groups, p.info, table);
   p.switch_ns = o.switch_ms ? *o.switch_ms * 1'000'000 : p.info.tick_ns;
-  p.inherit = o.inherit && !o.system;
+  p.inherit = o.inherit && !o.system && o.cgroup.empty();
+  if (!o.cgroup.empty() && !p.info.has("cgroup"))
+    throw UsageError(fmt::format("-G: the {} backend cannot count a control group (pmu/info has no 'cgroup' feature)",
+                                 p.info.backend));
   if (p.inherit && !p.info.has("inherit")) {
     std::fprintf(stderr, "pfmstat: the %s backend cannot follow children: counting the first thread only\n",
                  p.info.backend.c_str());
@@ -260,12 +263,18 @@ std::string idText(const std::vector<T>& ids) {
   return s;
 }
 
-// -p, -t, -a, -C: sessions attached to what runs already, until a signal,
-// the optional command's end, or (threads) every target's exit.
+// -p, -t, -a, -C, -G: sessions attached to what runs already, until a
+// signal, the optional command's end, or (threads, a group) every target's
+// exit (a group's is its removal).
 int countAttached(const Options& o, const Plan& plan, std::FILE* out, const sigset_t& original_mask) {
   std::vector<Target> targets;
   std::string what;
-  if (o.system) {
+  Mode mode = o.system ? Mode::System : Mode::Thread;
+  if (!o.cgroup.empty()) {
+    mode = Mode::Cgroup;
+    targets.push_back(Target{});
+    what = fmt::format("cgroup '{}'", o.cgroup);
+  } else if (o.system) {
     auto cpus = o.cpus.empty() ? onlineCpus() : o.cpus;
     for (int c : cpus) targets.push_back(Target{true, c});
     what = o.cpus.empty() ? "'system wide'" : fmt::format("'CPU(s) {}'", idText(cpus));
@@ -279,8 +288,11 @@ int countAttached(const Options& o, const Plan& plan, std::FILE* out, const sigs
   Sessions sessions;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     sessions.push_back(
-        std::make_unique<Session>(plan.mount, sessionName(i), plan.sets, plan.switch_ns, o.system, plan.inherit));
-    sessions.back()->attach(targets[i]);
+        std::make_unique<Session>(plan.mount, sessionName(i), plan.sets, plan.switch_ns, mode, plan.inherit));
+    if (mode == Mode::Cgroup)
+      sessions.back()->attachCgroup(o.cgroup);
+    else
+      sessions.back()->attach(targets[i]);
   }
   std::unique_ptr<Command> command;
   if (!o.command.empty()) {
@@ -318,7 +330,8 @@ int run(const Options& o, std::FILE* out) {
   ::sigprocmask(SIG_BLOCK, &mask, &original);
   return exitStatusOf([&] {
     Plan plan = makePlan(o);
-    if (!o.pids.empty() || !o.tids.empty() || o.system) return countAttached(o, plan, out, original);
+    if (!o.pids.empty() || !o.tids.empty() || o.system || !o.cgroup.empty())
+      return countAttached(o, plan, out, original);
 
     std::vector<std::vector<EventResult>> runs;
     std::vector<double> elapsed;

@@ -32,7 +32,7 @@ void Session::put(const std::string& rel, const std::string& text) const {
 }
 
 Session::Session(const std::string& mount, const std::string& name, const std::vector<SetPlan>& sets,
-                 std::uint64_t switch_ns, bool system, bool inherit)
+                 std::uint64_t switch_ns, Mode mode, bool inherit)
     : name_(name), dir_(mount + "/sessions/" + name) {
   if (::mkdir(dir_.c_str(), 0700) != 0)
     throw UsageError(fmt::format("cannot create session {}: {}", dir_, std::strerror(errno)));
@@ -41,7 +41,7 @@ Session::Session(const std::string& mount, const std::string& name, const std::v
     // as this process (or its copy of the descriptor) does.
     messages_fd_ = ::open((dir_ + "/messages").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (messages_fd_ < 0) throw RunError(fmt::format("cannot open {}/messages: {}", dir_, std::strerror(errno)));
-    if (system) put<UsageError>("mode", "system\n");
+    if (mode != Mode::Thread) put<UsageError>("mode", mode == Mode::System ? "system\n" : "cgroup\n");
     put<UsageError>("flags", inherit ? "autoclose inherit\n" : "autoclose\n");
     for (std::size_t i = 0; i < sets.size(); ++i) {
       std::string set = fmt::format("sets/{}", i);
@@ -66,6 +66,11 @@ Session::~Session() {
 
 void Session::attach(const Target& target) {
   put<UsageError>("ctl", fmt::format("load {}\n", target.id));
+  put<UsageError>("ctl", "start\n");
+}
+
+void Session::attachCgroup(const std::string& path) {
+  put<UsageError>("ctl", fmt::format("load {}\n", path));
   put<UsageError>("ctl", "start\n");
 }
 

@@ -10,6 +10,9 @@
 
 namespace pfmstat {
 
+// A session's mode (pfmfs(5), sessions/NAME/mode): what its load names.
+enum class Mode { Thread, System, Cgroup };
+
 struct Target {
   bool cpu = false;  // system mode: `id` is a cpu
   long id = 0;       // the thread id or cpu number
@@ -21,13 +24,19 @@ class Session {
   // switching, registers). Throws UsageError with the mount's reason when
   // the mount refuses any of it: nothing has counted yet.
   Session(const std::string& mount, const std::string& name, const std::vector<SetPlan>& sets, std::uint64_t switch_ns,
-          bool system, bool inherit);
+          Mode mode, bool inherit);
+  Session(const std::string& mount, const std::string& name, const std::vector<SetPlan>& sets, std::uint64_t switch_ns,
+          bool system, bool inherit)
+      : Session(mount, name, sets, switch_ns, system ? Mode::System : Mode::Thread, inherit) {}
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   // `load` and `start`; a refusal is a UsageError with the reason.
   void attach(const Target& target);
+  // The same in cgroup mode: PATH as the mount takes it (pfmfs(5),
+  // CONTROL-GROUP LOADS).
+  void attachCgroup(const std::string& path);
   void stop();  // harmless once the session has unloaded itself
 
   std::string counts() const;

@@ -104,10 +104,23 @@ TEST(Options, Targets) {
   EXPECT_EQ(c.cpus, (std::vector<int>{0, 1, 3}));
   Options a = parse({"-a", "--json", "sleep", "1"});
   EXPECT_TRUE(a.system && a.json && a.cpus.empty());
+  // -G alone, or with perf's -a (which then changes nothing), no command needed.
+  for (Options g : {parse({"-G", "system.slice"}), parse({"-a", "--cgroup", "system.slice"})}) {
+    EXPECT_EQ(g.cgroup, "system.slice");
+    EXPECT_FALSE(g.system);
+    EXPECT_TRUE(g.command.empty());
+  }
 }
 
 TEST(Options, RefusedWithAReason) {
-  EXPECT_EQ(usageError({}), "nothing to count: give a command, -p, -t, -a or -C (pfmstat --help)");
+  EXPECT_EQ(usageError({}), "nothing to count: give a command, -p, -t, -a, -C or -G (pfmstat --help)");
+  EXPECT_EQ(usageError({"-G", "g", "-t", "1"}), "-p/-t count threads, -G a control group: choose one");
+  EXPECT_EQ(usageError({"-G", "g", "-C", "0"}), "-G counts its group on every cpu: -C does not go with it");
+  EXPECT_EQ(usageError({"-G", "g", "-i"}), "--no-inherit is for threads; -G counts a whole control group");
+  EXPECT_EQ(usageError({"-G", "g", "-r", "2", "ls"}), "-r and -G do not go together");
+  EXPECT_EQ(usageError({"-G", "a", "-G", "b"}), "-G names one control group a run");
+  EXPECT_EQ(usageError({"-G", ""}), "-G needs a control group's path");
+  EXPECT_EQ(usageError({"-G"}), "-G needs a value");
   EXPECT_EQ(usageError({"-p", "12", "-a"}), "-p/-t count threads, -a/-C cpus: choose one");
   EXPECT_EQ(usageError({"-r", "3", "-p", "1"}), "-r repeats a command: give one");
   EXPECT_EQ(usageError({"-r", "3", "-I", "100", "ls"}), "-r and -I do not go together");
