@@ -310,20 +310,15 @@ Result<CtlCommand> parseCtl(std::string_view text) {
     if (w.size() < 2)
       return err(EINVAL, "ctl: load needs a thread id, a cpu number or a control group (load TID|PATH [set=N])");
     if (w.size() > 3) return err(EINVAL, "ctl: too many words after load (load TID|PATH [set=N])");
-    // A word that is not a number is a control group's path (mode cgroup):
-    // the session checks it, since only it knows its mode. A path is one
-    // word: blanks would end it.
+    // A word that is not a thread id or cpu number (0..INT_MAX) is a
+    // control group's path (mode cgroup; in that mode every word is one):
+    // the session checks it, since only it knows its mode, and refuses it
+    // in the others. A path is one word: blanks would end it.
     c.path = std::string(w[1]);
-    if (w[1].front() == '-' || w[1].front() == '+')
-      return err(EINVAL, "load: '{}' is not a thread id, cpu number or control group path", printable(w[1]));
-    if (w[1].front() < '0' || w[1].front() > '9') {
-      c.target = -1;
-    } else {
+    c.target = -1;
+    if (w[1].front() != '-' && w[1].front() != '+') {
       auto target = parseUnsigned(w[1], "load");
-      if (!target) return target.error();
-      if (*target > static_cast<std::uint64_t>(INT_MAX))
-        return err(EINVAL, "load: {} is not a thread id or cpu number", *target);
-      c.target = static_cast<int>(*target);
+      if (target && *target <= static_cast<std::uint64_t>(INT_MAX)) c.target = static_cast<int>(*target);
     }
     if (w.size() == 3) {
       if (w[2].substr(0, 4) != "set=") return err(EINVAL, "ctl: '{}' after load TID is not set=N", printable(w[2]));

@@ -3,9 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <linux/openat2.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -113,14 +111,16 @@ Result<std::string> cgroup2Root() {
   return cgroup2RootIn(text);
 }
 
-bool modeAllowsWrite(const struct stat& st, uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
-  if (st.st_uid == uid) return (st.st_mode & S_IWUSR) != 0;
+bool modeAllows(const struct stat& st, Access what, uid_t uid, gid_t gid, const std::vector<gid_t>& groups) {
+  const auto bit = static_cast<mode_t>(what);  // the others' bit: 2 write, 1 search
+  if (st.st_uid == uid) return (st.st_mode & (bit << 6)) != 0;
   bool member = st.st_gid == gid || std::find(groups.begin(), groups.end(), st.st_gid) != groups.end();
-  if (member) return (st.st_mode & S_IWGRP) != 0;
-  return (st.st_mode & S_IWOTH) != 0;
+  if (member) return (st.st_mode & (bit << 3)) != 0;
+  return (st.st_mode & bit) != 0;
 }
 
-Result<std::shared_ptr<const CgroupDir>> CgroupDir::open(const std::string& path, const std::string& root) {
+Result<std::shared_ptr<const CgroupDir>> CgroupDir::open(const std::string& path, const std::string& root,
+                                                         const MayEnter& may_enter) {
   std::string base = root;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   std::string rel;
@@ -133,27 +133,50 @@ Result<std::shared_ptr<const CgroupDir>> CgroupDir::open(const std::string& path
   } else {
     return err(EINVAL, "load: {} is not below the cgroup2 mount {}", path, base);
   }
-  Fd root_fd(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root_fd) return err(errno, "load: cannot open the cgroup2 mount {}: {}", base, std::strerror(errno));
+  // One name at a time from the mount, each directory's search right
+  // asked before the next name is looked up: a caller learns nothing of a
+  // directory it may not search, not even whether a name exists there.
+  Fd cur(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cur) return err(errno, "load: cannot open the cgroup2 mount {}: {}", base, std::strerror(errno));
+  struct stat cur_st {};
+  if (::fstat(cur.get(), &cur_st) != 0) return err(errno, "load: cannot stat {}: {}", base, std::strerror(errno));
+  const dev_t dev = cur_st.st_dev;
+  std::string walked = base;
+  std::size_t start = 0;
+  while (rel != "." && start <= rel.size()) {
+    std::size_t slash = rel.find('/', start);
+    std::string name = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    start = slash == std::string::npos ? rel.size() + 1 : slash + 1;
+    if (may_enter && !may_enter(cur_st))
+      return err(EACCES, "load: you may not search {} (owner uid {}, gid {}, mode {:o})", walked, cur_st.st_uid,
+                 cur_st.st_gid, cur_st.st_mode & 07777);
+    walked += (walked == "/" ? "" : "/") + name;
+    Fd next(::openat(cur.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) {
+      int e = errno;
+      struct stat link {};
+      if (e == ENOTDIR && ::fstatat(cur.get(), name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode))
+        return err(EINVAL, "load: {} is a symbolic link: a group is named by its own path", walked);
+      if (e == ENOTDIR) return err(ENOTDIR, "load: {} is not a directory", walked);
+      if (e == ENOENT) return err(ENOENT, "load: no control group {}", walked);
+      return err(e, "load: cannot open {}: {}", walked, std::strerror(e));
+    }
+    if (::fstat(next.get(), &cur_st) != 0) return err(errno, "load: cannot stat {}: {}", walked, std::strerror(errno));
+    if (cur_st.st_dev != dev) return err(EINVAL, "load: {} is another mount than the cgroup2 mount {}", walked, base);
+    cur = std::move(next);
+  }
   std::shared_ptr<CgroupDir> d(new CgroupDir());
   d->path_ = path;
-  open_how how{};
-  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  int fd = static_cast<int>(::syscall(SYS_openat2, root_fd.get(), rel.c_str(), &how, sizeof how));
-  if (fd < 0) {
-    int e = errno;
-    if (e == ENOTDIR) return err(ENOTDIR, "load: {} is not a directory", path);
-    if (e == ENOENT) return err(ENOENT, "load: no control group {}", path);
-    if (e == ELOOP || e == EXDEV)
-      return err(EINVAL, "load: {} goes through a symbolic link or another mount below {}", path, base);
-    return err(e, "load: cannot open {}: {}", path, std::strerror(e));
-  }
+  // perf takes a readable descriptor of the group, not an O_PATH one.
+  int fd = ::openat(cur.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return err(errno, "load: pfmfsd cannot open {}: {}", path, std::strerror(errno));
   d->fd_ = Fd(fd);
   struct statfs sf {};
   if (::fstatfs(fd, &sf) != 0 || sf.f_type != CGROUP2_SUPER_MAGIC)
     return err(EINVAL, "load: {} is not a control group of a cgroup v2 hierarchy", path);
   if (::fstat(fd, &d->st_) != 0) return err(errno, "load: cannot stat {}: {}", path, std::strerror(errno));
+  if (::fstatat(fd, "cgroup.procs", &d->procs_st_, 0) != 0)
+    return err(EINVAL, "load: {} has no cgroup.procs: not a control group", path);
   d->cpu_stat_ = Fd(::openat(fd, "cpu.stat", O_RDONLY | O_CLOEXEC));
   return std::shared_ptr<const CgroupDir>(std::move(d));
 }

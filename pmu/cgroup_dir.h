@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,28 +36,35 @@ Result<std::string> cgroup2RootIn(std::string_view mountinfo);
 // The same from /proc/self/mountinfo.
 Result<std::string> cgroup2Root();
 
-// Whether `st`'s file may be written by a caller with filesystem ids
-// `uid`, `gid` and supplementary `groups`, by its permission bits as the
-// kernel reads them (the owner's bits for the owner, else the group's for a
-// member, else the others'; cgroupfs has no ACLs). No capability counts here.
-bool modeAllowsWrite(const struct stat& st, uid_t uid, gid_t gid, const std::vector<gid_t>& groups);
+// Whether `st`'s file may be written (a directory searched) by a caller
+// with filesystem ids `uid`, `gid` and supplementary `groups`, by its
+// permission bits as the kernel reads them (the owner's bits for the
+// owner, else the group's for a member, else the others'; cgroupfs has no
+// ACLs). No capability counts here.
+enum class Access : mode_t { Write = 2, Search = 1 };
+bool modeAllows(const struct stat& st, Access what, uid_t uid, gid_t gid, const std::vector<gid_t>& groups);
 
 // An open control-group directory of a cgroup v2 hierarchy.
 class CgroupDir {
  public:
+  // Whether the caller may search a directory on the way (its stat).
+  using MayEnter = std::function<bool(const struct stat&)>;
+
   // Opens an absolute path (resolveCgroupPath's) below `root`, the cgroup2
-  // mount (cgroup2Root()), looked up from `root` without following a
-  // symbolic link or leaving its mount: the daemon opens what a user names,
+  // mount (cgroup2Root()), one name at a time from `root`, following no
+  // symbolic link and leaving no mount: the daemon opens what a user names
   // and may look where the user cannot, so it never looks outside the
-  // hierarchy (an ENOENT elsewhere would say whether a private path
-  // exists). EINVAL: not below root, a symbolic link or another mount on
-  // the way, not on a cgroup v2 hierarchy; ENOENT: no such group; ENOTDIR:
-  // not a directory.
-  static Result<std::shared_ptr<const CgroupDir>> open(const std::string& path, const std::string& root);
+  // hierarchy, nor (given `may_enter`) into a directory the caller may not
+  // search. EINVAL: not below root, a symbolic link or another mount on the
+  // way, not a cgroup v2 group; EACCES: `may_enter` refused a directory on
+  // the way; ENOENT: no such group; ENOTDIR: not a directory.
+  static Result<std::shared_ptr<const CgroupDir>> open(const std::string& path, const std::string& root,
+                                                       const MayEnter& may_enter = {});
 
   const std::string& path() const { return path_; }
-  int fd() const { return fd_.get(); }           // the directory (perf's PERF_FLAG_PID_CGROUP takes it)
-  const struct stat& st() const { return st_; }  // as opened: owner and mode for the permission rule
+  int fd() const { return fd_.get(); }                      // the directory (perf's PERF_FLAG_PID_CGROUP takes it)
+  const struct stat& st() const { return st_; }             // as opened: owner and mode for the permission rule
+  const struct stat& procsSt() const { return procs_st_; }  // its cgroup.procs, as opened: the same
 
   // Whether the group was removed (rmdir) since it was opened: a removed
   // kernfs directory keeps its descriptor but no longer has its files.
@@ -72,6 +80,7 @@ class CgroupDir {
   Fd fd_;
   Fd cpu_stat_;
   struct stat st_ {};
+  struct stat procs_st_ {};
 };
 
 }  // namespace pfmfs::pmu

@@ -30,14 +30,31 @@ Status mayMonitorThread(const Caller& caller, pid_t tid, const pmu::TaskCreds& t
   return {};
 }
 
+pmu::CgroupDir::MayEnter mayEnterFor(const Caller& caller) {
+  if (caller.may_any_cgroup) return {};
+  return [caller](const struct stat& st) {
+    return pmu::modeAllows(st, pmu::Access::Search, caller.uid, caller.gid, caller.groups);
+  };
+}
+
 Status mayMonitorCgroup(const Caller& caller, const pmu::CgroupDir& dir) {
   if (caller.may_any_cgroup) return {};
   const struct stat& st = dir.st();
-  if (pmu::modeAllowsWrite(st, caller.uid, caller.gid, caller.groups)) return {};
+  const struct stat& procs = dir.procsSt();
+  // Delegation is a group's directory and its cgroup.procs handed to a
+  // user (cgroups(7)); a root-owned group is handed to no one, root without
+  // its capabilities included, which the kernel would not let count
+  // other users' threads either.
+  bool by_root = st.st_uid == 0 && caller.uid == 0;
+  if (!by_root && pmu::modeAllows(st, pmu::Access::Write, caller.uid, caller.gid, caller.groups) &&
+      pmu::modeAllows(procs, pmu::Access::Write, caller.uid, caller.gid, caller.groups))
+    return {};
   return err(EPERM,
-             "control group {} is not delegated to you: its directory (owner uid {}, gid {}, mode {:o}) is not "
-             "writable by uid {}; a group of another user needs CAP_PERFMON or pfmfsd's --system-group",
-             dir.path(), st.st_uid, st.st_gid, st.st_mode & 07777, caller.uid);
+             "control group {} is not delegated to you: its directory (owner uid {}, gid {}, mode {:o}) and its "
+             "cgroup.procs (owner uid {}, gid {}, mode {:o}) are not both writable by uid {}{}; a group not "
+             "delegated needs CAP_PERFMON or pfmfsd's --system-group",
+             dir.path(), st.st_uid, st.st_gid, st.st_mode & 07777, procs.st_uid, procs.st_gid, procs.st_mode & 07777,
+             caller.uid, by_root ? " (a root-owned group is delegated to no one)" : "");
 }
 
 }  // namespace pfmfs::session

@@ -22,11 +22,17 @@ namespace pfmfs::session {
 Status mayMonitorThread(const Caller& caller, pid_t tid, const pmu::TaskCreds& target);
 
 // Whether a caller may load a session on control group `dir`: the kernel's
-// delegation rule (cgroups(7)): one may act on a group whose directory one
-// may write, by its owner, group and mode as they were when opened; or any
-// group for a caller holding CAP_PERFMON or CAP_SYS_ADMIN in pfmfsd's user
-// namespace. The daemon's system group alone grants none (pfmfs(5),
+// delegation rule (cgroups(7)): one may act on a group whose directory and
+// cgroup.procs one may write, by their owner, group and mode as they were
+// when opened, a root-owned group never by its owner's bits; or any group
+// for a caller holding CAP_PERFMON or CAP_SYS_ADMIN in pfmfsd's user
+// namespace, or in the daemon's system group (may_any_cgroup; pfmfs(5),
 // SECURITY). EPERM with the reason otherwise.
 Status mayMonitorCgroup(const Caller& caller, const pmu::CgroupDir& dir);
+
+// What CgroupDir::open asks of each directory on the way to a group: the
+// caller's search right, as the kernel would ask it of the caller's own
+// lookup; nothing for a caller who may load on any group.
+pmu::CgroupDir::MayEnter mayEnterFor(const Caller& caller);
 
 }  // namespace pfmfs::session

@@ -14,18 +14,19 @@ Status Session::loadCgroup(const Caller& caller, std::string_view path, std::opt
   Op op(*this);
   auto first = loadableLocked(set);
   if (!first) return fail(first.error());
+  // Checked first: the reasons below may show the word, printable only.
+  auto resolved = pmu::resolveCgroupPath(path, "");
+  if (!resolved) return fail(resolved.error());
   if (mode_ != Mode::Cgroup)
     return fail(err(EINVAL, "load: '{}' is not a thread id or cpu number (a control group's path needs mode cgroup)",
                     path.substr(0, 64)));
   // A relative path is below the hierarchy the daemon sees mounted, and an
   // absolute one must be: the daemon opens nothing outside it.
-  auto resolved = pmu::resolveCgroupPath(path, "");
-  if (!resolved) return fail(resolved.error());
   auto root = pmu::cgroup2Root();
   if (!root) return fail(root.error());
   if (path.front() != '/') resolved = pmu::resolveCgroupPath(path, *root);
   if (!resolved) return fail(resolved.error());
-  auto dir = pmu::CgroupDir::open(*resolved, *root);
+  auto dir = pmu::CgroupDir::open(*resolved, *root, mayEnterFor(caller));
   if (!dir) return fail(dir.error());
   if (Status may = mayMonitorCgroup(caller, **dir); !may) return fail(may.error());
   pmu::Target t{pmu::TargetKind::Cgroup, 0};

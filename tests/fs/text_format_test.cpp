@@ -519,7 +519,10 @@ INSTANTIATE_TEST_SUITE_P(
         CtlRow{"load abc", {K::Load, -1, std::nullopt, "abc"}, 0},
         CtlRow{"load /sys/fs/cgroup/a.slice set=2", {K::Load, -1, 2u, "/sys/fs/cgroup/a.slice"}, 0},
         CtlRow{"load /a b", {}, EINVAL}, CtlRow{"load /a\nb", {}, EINVAL}, CtlRow{"load /a set=x", {}, EINVAL},
-        CtlRow{"load -1", {}, EINVAL}, CtlRow{"load 2147483648", {}, EINVAL}, CtlRow{"load 1 set=", {}, EINVAL},
+        // Not a thread id or cpu number: a path, which only a cgroup session takes.
+        CtlRow{"load -1", {K::Load, -1, std::nullopt, "-1"}, 0},
+        CtlRow{"load 2147483648", {K::Load, -1, std::nullopt, "2147483648"}, 0},
+        CtlRow{"load 1x", {K::Load, -1, std::nullopt, "1x"}, 0}, CtlRow{"load 1 set=", {}, EINVAL},
         CtlRow{"load 1 set=70000", {}, EINVAL}, CtlRow{"load 1 set=65536", {}, EINVAL},
         CtlRow{"load 1 set=-1", {}, EINVAL}, CtlRow{"load 1 set=x", {}, EINVAL}, CtlRow{"load 1 set 2", {}, EINVAL},
         CtlRow{"load 1 2", {}, EINVAL}, CtlRow{"load 1 set=1 set=2", {}, EINVAL}, CtlRow{"load 1 SET=1", {}, EINVAL},
@@ -528,7 +531,8 @@ INSTANTIATE_TEST_SUITE_P(
         CtlRow{"start set=1", {}, EINVAL}, CtlRow{"stop now", {}, EINVAL}, CtlRow{"restart now", {}, EINVAL},
         CtlRow{"unload 1", {}, EINVAL}, CtlRow{"Start", {}, EINVAL}, CtlRow{"STOP", {}, EINVAL},
         CtlRow{"pause", {}, EINVAL}, CtlRow{"1234", {}, EINVAL}, CtlRow{"loadx 1", {}, EINVAL},
-        CtlRow{"load 1.5", {}, EINVAL}, CtlRow{"load 18446744073709551616", {}, EINVAL}));
+        CtlRow{"load 1.5", {K::Load, -1, std::nullopt, "1.5"}, 0},
+        CtlRow{"load 18446744073709551616", {K::Load, -1, std::nullopt, "18446744073709551616"}, 0}));
 
 // Refusals quote the input safely: control bytes as \xNN, long input cut.
 TEST(Reasons, QuoteInputPrintably) {

@@ -214,8 +214,8 @@ bool ctl(std::string_view in, Fail fail) {
   auto r = fs::parseCtl(in);
   if (!accepted(r, check)) return false;
   using Kind = fs::CtlCommand::Kind;
-  check(r->target >= 0 || (r->kind == Kind::Load && !r->path.empty() && (r->path[0] < '0' || r->path[0] > '9')),
-        "a negative target that is not a path");
+  // A word that is no thread id or cpu number (0..INT_MAX) is a path.
+  check(r->target >= 0 || (r->kind == Kind::Load && !r->path.empty()), "a negative target that is not a path");
   check(r->path.find_first_of(" \t\n") == std::string::npos, "a path with a blank");
   check(r->set.value_or(0) <= 65535u, "a set past 65535");
   bool load = r->kind == Kind::Load;

@@ -82,6 +82,15 @@ class CgroupCase(MountTestCase):
         waitFor(lambda: procsOf(path) == [], 10)
         waitFor(lambda: pfmfs_mount.attempt(os.rmdir, path) is None or not os.path.isdir(path), 10)
 
+    @staticmethod
+    def delegate(path, uid, gid, mode=None):
+        """Hands a group to uid:gid as systemd's Delegate= does: its
+        directory and the files that manage it."""
+        for f in ('', 'cgroup.procs', 'cgroup.threads', 'cgroup.subtree_control'):
+            os.chown(os.path.join(path, f), uid, gid)
+            if mode is not None:
+                os.chmod(os.path.join(path, f), mode if f == '' else mode & 0o666)
+
     def spawn(self, group_dir, code):
         """A python process running `code`, moved into group_dir before it
         starts; killed after the test."""
@@ -156,7 +165,10 @@ class CgroupTest(CgroupCase):
             (errno.EINVAL, f'load {g} x'),  # a blank: two words
             (errno.EINVAL, f'load {g}\nstart'),
             (errno.EINVAL, f'load {g} set=1'),  # no set 1
-            (errno.EINVAL, 'load -1'),
+            # Every word is a path in mode cgroup, numbers' look-alikes too.
+            (errno.ENOENT, 'load -1'),
+            (errno.ENOENT, 'load 1x'),
+            (errno.ENOENT, 'load 99999999999'),
         ]
         for err, command in bad:
             with self.subTest(command=command[:80]):
@@ -172,7 +184,7 @@ class CgroupTest(CgroupCase):
     def test_delegated_group_and_foreign_ones(self):
         uid, gid = userIds(TEST_USER)
         delegated = self.group('delegated')
-        os.chown(delegated, uid, gid)
+        self.delegate(delegated, uid, gid)
         owned_by_root = self.group('root')
         mine = self.cgroupSession(TEST_USER)
         runAs(TEST_USER, mine.ctl, f'load {delegated}')
@@ -188,8 +200,7 @@ class CgroupTest(CgroupCase):
         self.assertEqual(other.state(), cgroupLine())
         # A group writable by a group of the user's: delegated to its members.
         shared = self.group('shared')
-        os.chown(shared, 0, pfmfs_mount.grp.getgrnam(TEST_GROUP).gr_gid)
-        os.chmod(shared, 0o775)
+        self.delegate(shared, 0, pfmfs_mount.grp.getgrnam(TEST_GROUP).gr_gid, 0o775)
         runAs(TEST_USER, mine.ctl, f'load {shared}')
         runAs(TEST_USER, mine.ctl, 'unload')
         self.assertErrno(errno.EPERM, runAs, TEST_USER2, other.ctl, f'load {shared}')
@@ -198,6 +209,33 @@ class CgroupTest(CgroupCase):
         for g in (delegated, owned_by_root, shared):
             s.ctl(f'load {g}')
             s.ctl('unload')
+
+    def test_half_delegated_and_hidden_groups(self):
+        uid, gid = userIds(TEST_USER)
+        mine = self.cgroupSession(TEST_USER)
+        # The directory without its cgroup.procs: the user could not move a
+        # process in, so it is not theirs to count.
+        half = self.group('half')
+        os.chown(half, uid, gid)
+        e = self.assertErrno(errno.EPERM, runAs, TEST_USER, mine.ctl, f'load {half}')
+        self.assertIn('cgroup.procs', runAs(TEST_USER, mine.error), e)
+        # Below a group the user may not search, a group handed to them and
+        # a name that is not there are refused alike: the load looks up
+        # each name as the user would.
+        private = self.group('private')
+        os.chmod(private, 0o700)
+        inner = os.path.join(private, 'mine')
+        os.mkdir(inner)
+        self.delegate(inner, uid, gid)
+        for name in (inner, os.path.join(private, 'no-such-group'), os.path.join(private, 'mine', 'cgroup.procs')):
+            with self.subTest(name=name):
+                e = self.assertErrno(errno.EACCES, runAs, TEST_USER, mine.ctl, f'load {name}')
+                self.assertIn(f'may not search {private}', runAs(TEST_USER, mine.error), e)
+                self.assertEqual(mine.state(), cgroupLine())
+        # Root goes everywhere.
+        s = self.cgroupSession()
+        s.ctl(f'load {inner}')
+        self.assertEqual(s.state(), cgroupLine('loaded', target=inner))
 
     def test_several_sessions_on_one_group(self):
         g = self.group('shared-load')

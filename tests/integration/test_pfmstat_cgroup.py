@@ -109,9 +109,9 @@ class SimTest(PfmstatCgroupCase):
     def test_delegated_group_counts_a_foreign_one_does_not(self):
         uid, gid = userIds(TEST_USER)
         mine = self.group('pfmstat-mine')
-        os.chown(mine, uid, gid)
+        self.delegate(mine, uid, gid)
         theirs = self.group('pfmstat-theirs')
-        os.chown(theirs, *userIds(TEST_USER2))
+        self.delegate(theirs, *userIds(TEST_USER2))
         status, _, err = self.run_pfmstat('-G', theirs, '-e', 'cycles', 'true', user=TEST_USER)
         self.assertEqual(status, 2, err)
         self.assertIn('not delegated', err)

@@ -118,18 +118,23 @@ struct stat owned(uid_t uid, gid_t gid, mode_t mode) {
 TEST(CgroupWriteRule, OwnerGroupOthersAsTheKernelReadsThem) {
   const uid_t u = 1000, other = 1001;
   const gid_t g = 100, sup = 200;
-  EXPECT_TRUE(modeAllowsWrite(owned(u, 0, 0755), u, g, {}));
-  EXPECT_FALSE(modeAllowsWrite(owned(u, 0, 0555), u, g, {}));
-  EXPECT_FALSE(modeAllowsWrite(owned(0, 0, 0755), u, g, {}));
-  EXPECT_FALSE(modeAllowsWrite(owned(0, 0, 0555), 0, 0, {})) << "no capability counts here";
-  EXPECT_TRUE(modeAllowsWrite(owned(0, g, 0775), u, g, {}));
-  EXPECT_TRUE(modeAllowsWrite(owned(0, sup, 0775), u, g, {sup}));
-  EXPECT_FALSE(modeAllowsWrite(owned(0, sup, 0775), u, g, {300}));
-  EXPECT_TRUE(modeAllowsWrite(owned(other, 0, 0757), u, g, {}));
+  EXPECT_TRUE(modeAllows(owned(u, 0, 0755), Access::Write, u, g, {}));
+  EXPECT_FALSE(modeAllows(owned(u, 0, 0555), Access::Write, u, g, {}));
+  EXPECT_FALSE(modeAllows(owned(0, 0, 0755), Access::Write, u, g, {}));
+  EXPECT_FALSE(modeAllows(owned(0, 0, 0555), Access::Write, 0, 0, {})) << "no capability counts here";
+  EXPECT_TRUE(modeAllows(owned(0, g, 0775), Access::Write, u, g, {}));
+  EXPECT_TRUE(modeAllows(owned(0, sup, 0775), Access::Write, u, g, {sup}));
+  EXPECT_FALSE(modeAllows(owned(0, sup, 0775), Access::Write, u, g, {300}));
+  EXPECT_TRUE(modeAllows(owned(other, 0, 0757), Access::Write, u, g, {}));
   // The owner's bits decide for the owner, the group's for a member, even
   // when others may write.
-  EXPECT_FALSE(modeAllowsWrite(owned(u, 0, 0577), u, g, {}));
-  EXPECT_FALSE(modeAllowsWrite(owned(0, g, 0757), u, g, {}));
+  EXPECT_FALSE(modeAllows(owned(u, 0, 0577), Access::Write, u, g, {}));
+  EXPECT_FALSE(modeAllows(owned(0, g, 0757), Access::Write, u, g, {}));
+  // Search: the x bits, by the same choice of owner, group or others.
+  EXPECT_TRUE(modeAllows(owned(0, 0, 0755), Access::Search, u, g, {}));
+  EXPECT_FALSE(modeAllows(owned(0, 0, 0700), Access::Search, u, g, {}));
+  EXPECT_TRUE(modeAllows(owned(0, sup, 0710), Access::Search, u, g, {sup}));
+  EXPECT_FALSE(modeAllows(owned(u, 0, 0677), Access::Search, u, g, {}));
 }
 
 // ---------------------------------------------------------------- a real group

@@ -31,7 +31,9 @@ constexpr uid_t kUser = 65534;
 constexpr gid_t kGroup = 65534;
 constexpr gid_t kOtherGroup = 65533;
 
-// A group below the cgroup2 root with the given owner and mode, removed after.
+// A group below the cgroup2 root with the given owner and mode, its
+// cgroup.procs handed over with it (as systemd's Delegate= does), removed
+// after.
 class Group {
  public:
   Group(const std::string& name, uid_t uid, gid_t gid, mode_t mode) {
@@ -44,6 +46,9 @@ class Group {
     EXPECT_EQ(::mkdir(path_.c_str(), 0755), 0) << path_;
     EXPECT_EQ(::chown(path_.c_str(), uid, gid), 0);
     EXPECT_EQ(::chmod(path_.c_str(), mode), 0);
+    std::string procs = path_ + "/cgroup.procs";
+    EXPECT_EQ(::chown(procs.c_str(), uid, gid), 0);
+    EXPECT_EQ(::chmod(procs.c_str(), mode & 0666), 0);
   }
   ~Group() { remove(); }
   void remove() {
@@ -87,6 +92,16 @@ TEST(CgroupRule, WhoMayLoadOnAGroup) {
   perfmon.may_any_cgroup = true;
   EXPECT_EQ(verdict(perfmon, *r), 0);
   EXPECT_EQ(verdict(Caller::root(), *d), 0);
+  // A directory handed over without its cgroup.procs is not delegated:
+  // its user could not move a process in.
+  Group half("rule-half", kUser, kGroup, 0755);
+  ASSERT_EQ(::chown((half.path() + "/cgroup.procs").c_str(), 0, 0), 0);
+  EXPECT_EQ(verdict(Caller::user(kUser, kGroup), *half.open()), EPERM);
+  // Root without its capabilities owns root's groups by uid only: the
+  // kernel would not let it count other users' threads.
+  auto by_root = mayMonitorCgroup(Caller::user(0, 0), *r);
+  EXPECT_EQ(by_root.code(), -EPERM);
+  EXPECT_NE(by_root.error().reason.find("root-owned"), std::string::npos) << by_root.error().reason;
   // The owner and mode as they were when opened decide.
   ASSERT_EQ(::chmod(delegated.path().c_str(), 0555), 0);
   EXPECT_EQ(verdict(Caller::user(kUser, kGroup), *d), 0);
