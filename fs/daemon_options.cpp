@@ -136,6 +136,15 @@ const std::vector<Row>& rows() {
                    o.engine.max_smpl_bytes_per_user = v.number;
                    return {};
                  }});
+    t.push_back({{.name = "max-cgroup-events-per-user",
+                  .kind = Kind::Count,
+                  .value_name = "N",
+                  .help = "counters one uid's cgroup loads may hold (default 4096)",
+                  .lo = 1},
+                 [](DaemonOptions& o, const OptionValue& v) -> Status {
+                   o.engine.max_cgroup_events_per_user = v.number;
+                   return {};
+                 }});
     t.push_back({{.name = "fastpath-deadline",
                   .kind = Kind::Count,
                   .value_name = "MS",

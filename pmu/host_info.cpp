@@ -58,6 +58,14 @@ Result<ThreadIds> threadIds(pid_t tid) {
   return ids;
 }
 
+std::vector<int> onlineCpus() {
+  std::vector<int> out;
+  const long n = ::sysconf(_SC_NPROCESSORS_CONF);
+  for (int cpu = 0; cpu < n; ++cpu)
+    if (cpuOnline(cpu)) out.push_back(cpu);
+  return out;
+}
+
 bool cpuOnline(int cpu) {
   if (cpu < 0) return false;
   // A list like "0-3,6,8-9".

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pmu/fd.h"
 #include "pmu/result.h"
@@ -31,6 +32,8 @@ Result<ThreadIds> threadIds(pid_t tid);
 
 // Whether `cpu` is online.
 bool cpuOnline(int cpu);
+// The online cpus, in increasing order.
+std::vector<int> onlineCpus();
 
 // CLOCK_MONOTONIC in ns: a CPU target's time.
 std::uint64_t monotonicNs();

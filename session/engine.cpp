@@ -160,19 +160,41 @@ void Engine::noTicks(const Session* s) {
   if (timer_) timer_->remove(s);
 }
 
+namespace {
+
+// One user's share of a per-user budget: `give` back, then `take`; past
+// `limit` nothing changes and the caller words the refusal.
+bool charge(std::map<uid_t, std::uint64_t>& budget, std::uint64_t limit, uid_t uid, std::uint64_t give,
+            std::uint64_t take, std::uint64_t& after) {
+  std::uint64_t& used = budget[uid];
+  after = used - std::min(used, give) + take;
+  bool fits = take == 0 || after <= limit;
+  if (fits) used = after;
+  if (used == 0) budget.erase(uid);
+  return fits;
+}
+
+}  // namespace
+
 Status Engine::chargeSampleBytes(uid_t uid, std::uint64_t give, std::uint64_t take) {
   MutexLock l(sessions_mutex_);
-  std::uint64_t& used = smpl_bytes_[uid];
-  const std::uint64_t after = used - std::min(used, give) + take;
-  if (take > 0 && after > options_.max_smpl_bytes_per_user) {
-    if (used == 0) smpl_bytes_.erase(uid);
+  std::uint64_t after = 0;
+  if (!charge(smpl_bytes_, options_.max_smpl_bytes_per_user, uid, give, take, after))
     return err(
         ENOMEM,
         "uid {}'s sampling buffers would take {} bytes, more than the {} allowed (pfmfsd --max-smpl-bytes-per-user)",
         uid, after, options_.max_smpl_bytes_per_user);
-  }
-  used = after;
-  if (used == 0) smpl_bytes_.erase(uid);
+  return {};
+}
+
+Status Engine::chargeCgroupEvents(uid_t uid, std::uint64_t give, std::uint64_t take) {
+  MutexLock l(sessions_mutex_);
+  std::uint64_t after = 0;
+  if (!charge(cgroup_events_, options_.max_cgroup_events_per_user, uid, give, take, after))
+    return err(ENOSPC,
+               "uid {}'s control-group loads would hold {} counters, more than the {} allowed (pfmfsd "
+               "--max-cgroup-events-per-user; a load counts online cpus x (1 + sets x PMDs))",
+               uid, after, options_.max_cgroup_events_per_user);
   return {};
 }
 

@@ -90,6 +90,9 @@ class Engine {
   // The owner's sampling buffers grow by `take` and shrink by `give` bytes:
   // ENOMEM, nothing changed, past max_smpl_bytes_per_user.
   Status chargeSampleBytes(uid_t uid, std::uint64_t give, std::uint64_t take) EXCLUDES(sessions_mutex_);
+  // The same for control-group loads' counters: ENOSPC past
+  // max_cgroup_events_per_user.
+  Status chargeCgroupEvents(uid_t uid, std::uint64_t give, std::uint64_t take) EXCLUDES(sessions_mutex_);
 
   pmu::Backend& backend_;
   EngineOptions options_;
@@ -99,6 +102,7 @@ class Engine {
   std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_ GUARDED_BY(sessions_mutex_);
   std::map<uid_t, unsigned> per_uid_ GUARDED_BY(sessions_mutex_);
   std::map<uid_t, std::uint64_t> smpl_bytes_ GUARDED_BY(sessions_mutex_);
+  std::map<uid_t, std::uint64_t> cgroup_events_ GUARDED_BY(sessions_mutex_);
 
   Mutex targets_mutex_ ACQUIRED_AFTER(Session::mutex_);  // a leaf
   // tid -> sessions loaded on it

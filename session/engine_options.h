@@ -20,6 +20,11 @@ struct EngineOptions {
   // memfd (buf_size rounded up to pages): perfmon2 charged them to the
   // caller's RLIMIT_MEMLOCK.
   std::uint64_t max_smpl_bytes_per_user = 64ull << 20;
+  // Counters one user's control-group loads may hold, each load charged
+  // online cpus x (1 + sets x PMDs): on perf, the descriptors it may open.
+  // A group is counted on every cpu, so that without a bound one user's
+  // loads could take every descriptor the daemon has.
+  std::uint64_t max_cgroup_events_per_user = 4096;
 };
 
 }  // namespace pfmfs::session

@@ -314,6 +314,8 @@ void Session::unloadLocked(bool exited) {
   target_.cgroup.reset();  // the group's directory stays open only while loaded
   (void)engine_.chargeSampleBytes(uid_, kernel_smpl_bytes_, 0);
   kernel_smpl_bytes_ = 0;
+  (void)engine_.chargeCgroupEvents(uid_, cgroup_events_, 0);
+  cgroup_events_ = 0;
   state_ = State::Unloaded;
   exited_ = exited;
   if (exited) {

@@ -386,7 +386,8 @@ class Session final : public std::enable_shared_from_this<Session>, private pmu:
   // What the loaded target has the kernel lock for samples (perf's rings),
   // charged to uid_ with the buffers until the unload.
   std::uint64_t kernel_smpl_bytes_ GUARDED_BY(mutex_) = 0;
-  SampleRecord record_ GUARDED_BY(mutex_);  // scratch  // setFastPage(): where the page goes, what it shows
+  std::uint64_t cgroup_events_ GUARDED_BY(mutex_) = 0;  // charged by a cgroup load until the unload
+  SampleRecord record_ GUARDED_BY(mutex_);              // scratch  // setFastPage(): where the page goes, what it shows
 
   // Across loads.
   std::uint64_t enabled_ns_ GUARDED_BY(mutex_) = 0;

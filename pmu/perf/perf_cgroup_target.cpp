@@ -17,14 +17,6 @@ namespace pfmfs::pmu::perf {
 
 namespace {
 
-std::vector<int> onlineCpus() {
-  std::vector<int> out;
-  const long n = ::sysconf(_SC_NPROCESSORS_CONF);
-  for (int cpu = 0; cpu < n; ++cpu)
-    if (cpuOnline(cpu)) out.push_back(cpu);
-  return out;
-}
-
 // Every call goes to each CPU's PMU. A counter's value is the value loaded
 // plus what every CPU counted since; its sampling period runs on each CPU
 // (perf's cgroup mode knows no sum across CPUs), so an overflow on any CPU

@@ -129,10 +129,11 @@ TEST(DaemonOptions, SimSkid) {
 }
 
 TEST(DaemonOptions, EveryOptionWithEquals) {
-  DaemonOptions o = parseOk(
-      {"--pmu=sim", "--sim-clock=manual", "--sim-width=32", "--sim-counters=8", "--sim-events=/etc/pfmfs/events",
-       "--tick=2000", "--max-sessions-per-user=3", "--max-sets=5", "--max-messages=7", "--max-smpl-bytes-per-user=8192",
-       "--fastpath-deadline=9", "--allow-kernel", "--system-group=0", "--help", "--version", "/mnt"});
+  DaemonOptions o =
+      parseOk({"--pmu=sim", "--sim-clock=manual", "--sim-width=32", "--sim-counters=8",
+               "--sim-events=/etc/pfmfs/events", "--tick=2000", "--max-sessions-per-user=3", "--max-sets=5",
+               "--max-messages=7", "--max-smpl-bytes-per-user=8192", "--max-cgroup-events-per-user=11",
+               "--fastpath-deadline=9", "--allow-kernel", "--system-group=0", "--help", "--version", "/mnt"});
   EXPECT_EQ(o.pmu, "sim");
   EXPECT_EQ(sim(o).clock, pmu::ClockKind::Manual);
   EXPECT_EQ(sim(o).shape.width, 32u);
@@ -143,6 +144,7 @@ TEST(DaemonOptions, EveryOptionWithEquals) {
   EXPECT_EQ(o.engine.max_sets, 5u);
   EXPECT_EQ(o.engine.max_messages, 7u);
   EXPECT_EQ(o.engine.max_smpl_bytes_per_user, 8192u);
+  EXPECT_EQ(o.engine.max_cgroup_events_per_user, 11u);
   EXPECT_EQ(o.fastpath_deadline_ms, 9u);
   EXPECT_TRUE(o.allow_kernel);
   ASSERT_TRUE(o.system_group.has_value());
@@ -460,6 +462,7 @@ TEST(DaemonOptions, UsageHasOneLinePerOption) {
                                             "--max-sets=N",
                                             "--max-messages=N",
                                             "--max-smpl-bytes-per-user=BYTES",
+                                            "--max-cgroup-events-per-user=N",
                                             "--fastpath-deadline=MS",
                                             "--allow-kernel",
                                             "--system-group=GROUP",

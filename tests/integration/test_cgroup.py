@@ -260,6 +260,40 @@ class CgroupTest(CgroupCase):
         self.assertRefused(s, errno.ENOENT, 'ctl', f'load {g}\n')
 
 
+class CgroupBudgetTest(CgroupCase):
+    """--max-cgroup-events-per-user: one user's group loads hold at most so
+    many counters (online cpus x (1 + sets x PMDs) a load), so that they
+    cannot take every descriptor the daemon has; another user's are theirs."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.per_load = len(pfmfs_mount.onlineCpus()) * (1 + len(PMU.pmds))
+        cls.mount_args = [f'--max-cgroup-events-per-user={2 * cls.per_load}']
+        super().setUpClass()
+
+    def test_two_loads_fit_a_third_does_not(self):
+        uid, gid = userIds(TEST_USER)
+        g = self.group('budget')
+        self.delegate(g, uid, gid)
+        mine = [self.cgroupSession(TEST_USER) for _ in range(3)]
+        for s in mine[:2]:
+            runAs(TEST_USER, s.ctl, f'load {g}')
+        e = self.assertErrno(errno.ENOSPC, runAs, TEST_USER, mine[2].ctl, f'load {g}')
+        self.assertIn('--max-cgroup-events-per-user', runAs(TEST_USER, mine[2].error), e)
+        self.assertEqual(mine[2].state(), cgroupLine())
+        # Another user's budget is their own; root is not charged.
+        theirs = self.group('budget-2')
+        self.delegate(theirs, *userIds(TEST_USER2))
+        other = self.cgroupSession(TEST_USER2)
+        runAs(TEST_USER2, other.ctl, f'load {theirs}')
+        root = self.cgroupSession()
+        root.ctl(f'load {g}')
+        # An unload gives its share back.
+        runAs(TEST_USER, mine[0].ctl, 'unload')
+        runAs(TEST_USER, mine[2].ctl, f'load {g}')
+        self.assertEqual(mine[2].state(), cgroupLine('loaded', target=g))
+
+
 class SystemGroupCgroupTest(CgroupCase):
     """pfmfsd's --system-group grants CPU-wide counting, and with it any
     group, as the kernel opens a cgroup event for whoever may count a CPU."""

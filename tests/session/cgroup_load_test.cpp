@@ -13,6 +13,7 @@
 #include <string>
 
 #include "pmu/cgroup_dir.h"
+#include "pmu/host_info.h"
 #include "session/monitor_rule.h"
 #include "session/session.h"
 #include "tests/support/sim_fixture.h"
@@ -158,6 +159,37 @@ TEST(CgroupLoad, RefusalsChangeNothingAndALoadCounts) {
   EXPECT_TRUE(st.exited);
   EXPECT_TRUE(st.target_path.empty());
   EXPECT_EQ(s->readPmd(0, 0)->value, 3000u) << "the counts stay as they were";
+}
+
+// A user's control-group loads hold at most --max-cgroup-events-per-user
+// counters, each load charged online cpus x (1 + sets x PMDs) until its
+// unload; who may count any group is not charged.
+TEST(CgroupLoad, AUsersLoadsShareABudget) {
+  ASSERT_EQ(::geteuid(), 0u);
+  pfmfs::testing::SimConfig config;
+  SimEngine probe;
+  const std::uint64_t one_set = pfmfs::pmu::onlineCpus().size() * (1 + probe.desc().pmds.size());
+  config.engine.max_cgroup_events_per_user = 2 * one_set;
+  SimEngine e(config);
+  Group g("budget", kUser, kGroup, 0755);
+  const Caller user = Caller::user(kUser, kGroup);
+  auto a = e.newSession("a"), b = e.newSession("b"), c = e.newSession("c");
+  for (auto& s : {a, b, c}) ASSERT_TRUE(s->setMode(Mode::Cgroup));
+  ASSERT_TRUE(b->createSet(1));  // two sets: twice the counters, one anchor per cpu
+  ASSERT_TRUE(a->loadCgroup(user, g.path()));
+  auto refused = b->loadCgroup(user, g.path());
+  EXPECT_EQ(refused.code(), -ENOSPC);
+  EXPECT_NE(refused.error().reason.find("--max-cgroup-events-per-user"), std::string::npos) << refused.error().reason;
+  EXPECT_EQ(b->state().state, State::Unloaded);
+  ASSERT_TRUE(c->loadCgroup(user, g.path())) << "a second one-set load fits";
+  EXPECT_EQ(a->loadCgroup(user, g.path()).code(), -EBUSY);
+  // Root is not charged; an unload gives its share back.
+  ASSERT_TRUE(b->loadCgroup(Caller::root(), g.path()));
+  ASSERT_TRUE(b->unload());
+  EXPECT_EQ(b->loadCgroup(user, g.path()).code(), -ENOSPC);
+  ASSERT_TRUE(a->unload());
+  ASSERT_TRUE(c->unload());
+  EXPECT_TRUE(b->loadCgroup(user, g.path()));
 }
 
 }  // namespace
