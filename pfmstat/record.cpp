@@ -125,8 +125,9 @@ int recordAll(const RecordOptions& o, const sigset_t& original_mask) {
     if (targets.empty() && o.pids.empty() && !o.system) targets.emplace_back(false, command->pid());
   }
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    auto s = std::make_unique<Session>(mount, fmt::format("pfmstat.{}.{}", ::getpid(), i),
-                                       std::vector<SetPlan>{plan.set}, info.tick_ns, o.system, inherit);
+    auto s =
+        std::make_unique<Session>(mount, fmt::format("pfmstat.{}.{}", ::getpid(), i), std::vector<SetPlan>{plan.set},
+                                  info.tick_ns, o.system ? Mode::System : Mode::Thread, inherit);
     s->write("smpl_fmt", fmt::format("default buf_size={}\n", o.buffer_bytes));
     sessions.push_back(std::move(s));
   }

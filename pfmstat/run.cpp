@@ -216,8 +216,8 @@ Measurement countCommand(const Options& o, const Plan& plan, std::FILE* out, con
     return m;
   }
   Sessions sessions;
-  sessions.push_back(
-      std::make_unique<Session>(plan.mount, sessionName(run_index), plan.sets, plan.switch_ns, false, plan.inherit));
+  sessions.push_back(std::make_unique<Session>(plan.mount, sessionName(run_index), plan.sets, plan.switch_ns,
+                                               Mode::Thread, plan.inherit));
   sessions[0]->attach(Target{false, command.pid()});
   Waiter waiter(o, plan, out, sessions, &command, false);
   if (!command.release()) {

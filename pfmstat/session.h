@@ -25,9 +25,6 @@ class Session {
   // the mount refuses any of it: nothing has counted yet.
   Session(const std::string& mount, const std::string& name, const std::vector<SetPlan>& sets, std::uint64_t switch_ns,
           Mode mode, bool inherit);
-  Session(const std::string& mount, const std::string& name, const std::vector<SetPlan>& sets, std::uint64_t switch_ns,
-          bool system, bool inherit)
-      : Session(mount, name, sets, switch_ns, system ? Mode::System : Mode::Thread, inherit) {}
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
