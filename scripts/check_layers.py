@@ -27,6 +27,7 @@ LAYERS = {
     'session': ['base', 'pmu', 'fastpath'],
     'fs': ['base', 'session', 'pmu', 'fastpath'],
     'pfmstat': ['base'],                  # a client of the mount: links nothing of the daemon
+    'exporter': ['base', 'pfmstat'],      # pfmfs-exporter: pfmstat's sessions served to Prometheus
     'libpfm-compat': ['base', 'fastpath'],  # a client of the mount, and the fast path's reader
     'examples': ['base', 'session', 'pmu', 'pmu/sim'],
 }

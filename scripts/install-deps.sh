@@ -10,6 +10,8 @@ packages=(
   meson ninja-build g++ pkg-config python3
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libfuse3-dev fuse3 libcap-ng-dev
+  prometheus-cpp-dev  # pfmfs-exporter: its HTTP server and exposition (prometheus-cpp, civetweb)
+  prometheus  # tests/exporter: a real Prometheus scrapes the exporter; promtool checks its configs
   libdw-dev  # pfmstat report: symbols of the recorded programs (elfutils' libdwfl)
   passwd util-linux procps
   linux-perf

@@ -201,7 +201,9 @@ def check_contents(found, multiarch, name, version):
 
     libdir = f'/usr/lib/{multiarch}'
     want = {
-        'pfmfs': ['/usr/sbin/pfmfsd'],
+        'pfmfs': ['/usr/sbin/pfmfsd', '/usr/bin/pfmstat', '/usr/share/pfmfs/metrics', '/usr/sbin/pfmfs-exporter',
+                  '/usr/share/man/man8/pfmfs-exporter.8.gz', '/lib/systemd/system/pfmfs-exporter.service',
+                  '/usr/lib/sysusers.d/pfmfs-exporter.conf', '/usr/share/doc/pfmfs/examples/exporter.conf'],
         'libpfm3': [f'{libdir}/libpfm.so.3'],
         'libpfm3-dev': [f'{libdir}/libpfm.so', f'{libdir}/libpfm.a', f'{libdir}/pkgconfig/libpfm.pc',
                         '/usr/include/perfmon/perfmon.h', '/usr/include/perfmon/perfmon_v2.h',
