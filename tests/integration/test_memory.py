@@ -86,8 +86,14 @@ class RemovedSessionTest(MountTestCase):
         for i in range(SESSIONS):
             self.context(f'ctx-{i}')
         self.assertEqual(os.listdir(self.m.path('sessions')), [])
-        grown = vmRssKb(pid) - before
         bound = BOUND_KB * sanitizerFactor(pid) * SESSIONS
+        # The bound is on what stays. A clean-clone CI run, beside three
+        # other lanes, once read 8.6 KiB a session at the first look where
+        # quiet runs read 5.4: likely what the daemon had yet to let go of
+        # (the kernel's releases and forgets come after the client's close).
+        # So the figure may settle for up to 10 s before it is judged.
+        pfmfs_mount.waitFor(lambda: vmRssKb(pid) - before < bound, 10, interval=0.1)
+        grown = vmRssKb(pid) - before
         self.assertLess(grown, bound, f'pfmfsd grew by {grown} KiB for {SESSIONS} removed sessions, '
                                       f'{grown / SESSIONS:.1f} KiB each')
 
